@@ -1,0 +1,27 @@
+# agentrl: two commands matter — `make demo` and `make test`. Both run `make setup` first (idempotent).
+SHELL := /bin/bash
+VENV  ?= .venv
+PY    := $(VENV)/bin/python
+
+.PHONY: setup demo test test-fast bench lint clean
+
+setup:  ## create .venv, install torch (CPU) + agentrl[dev] + the default model, start Docker, build the sandbox image
+	@bash scripts/setup.sh
+
+demo: setup  ## the main job on the embedded defaults (CPU, default model, Docker sandboxes)
+	$(VENV)/bin/agentrl train --env swe_lite --config configs/demo.yaml
+
+test: setup  ## the full suite, slow end-to-end tests included (what CI runs)
+	$(PY) -m pytest -q
+
+test-fast: setup  ## skip the slow end-to-end tests
+	$(PY) -m pytest -q -m "not slow"
+
+bench: setup  ## every benchmark in bench/ (each prints ratios against a baseline measured in the same run)
+	@for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+lint:
+	$(VENV)/bin/ruff check agentrl envs sandboxes tests bench examples
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache

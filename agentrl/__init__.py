@@ -1,0 +1,32 @@
+"""agentrl: reinforcement learning for multi-turn, tool-using LLM agents.
+
+Public API (imported lazily so `import agentrl` stays fast and torch-free):
+    agentrl.AgentEnv, agentrl.make, agentrl.register, agentrl.check_env, agentrl.Trajectory
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "AgentEnv": "agentrl.agent_env",
+    "check_env": "agentrl.agent_env",
+    "make": "agentrl.registry",
+    "register": "agentrl.registry",
+    "registered_env_ids": "agentrl.registry",
+    "Trajectory": "agentrl.types",
+    "Segment": "agentrl.types",
+    "TerminationReason": "agentrl.types",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'agentrl' has no attribute {name!r}")
+
+
+__all__ = list(_LAZY)

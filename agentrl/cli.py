@@ -1,0 +1,61 @@
+"""The `agentrl` command: train | sft | eval | serve | sandbox | envs | plot.
+
+Each subcommand lives in `agentrl/commands/<name>.py` with `add_arguments(parser)` and `run(args) -> int`,
+and imports heavy libraries (torch, transformers) only inside `run`, so `--help` stays fast. User mistakes
+(AgentRLError) print one line and exit 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from agentrl import __version__
+from agentrl.errors import AgentRLError
+
+# name -> one-line help. Order is the order shown in --help.
+COMMANDS: dict[str, str] = {
+    "envs": "list the registered environments",
+}
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports a usage mistake as one line (exit 2) instead of the whole usage block."""
+
+    def error(self, message: str) -> None:  # noqa: D102
+        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full parser, with every subcommand's arguments."""
+    parser = _Parser(prog="agentrl", description="Reinforcement learning for multi-turn, tool-using LLM agents.")
+    parser.add_argument("--version", action="version", version=f"agentrl {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name, help_text in COMMANDS.items():
+        module = importlib.import_module(f"agentrl.commands.{name}")
+        p = sub.add_parser(name, help=help_text, description=module.__doc__)
+        module.add_arguments(p)
+        p.set_defaults(_module=module)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the `agentrl` console script."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    try:
+        return int(args._module.run(args) or 0)
+    except AgentRLError as e:
+        print(f"agentrl {args.command}: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"agentrl {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,185 @@
+"""Core data types that cross module boundaries: messages, turns, segments, trajectories.
+
+A trajectory is one episode. Its token sequence is built by appending (token-in/token-out):
+sampled ids verbatim (loss_mask 1, behaviour logprob from the engine, policy version from the engine)
+and observation deltas (loss_mask 0, logprob 0.0, version -1). When a chat template is not
+append-only the trajectory forks into a new segment; all segments share id, reward and advantage.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+Message = dict[str, Any]
+"""A chat message: {"role": "system"|"user"|"assistant"|"tool", "content": str, ...}."""
+
+TRAJECTORY_FORMAT = "agentrl-trajectory-1"
+
+
+def system(content: str) -> Message:
+    """A system message."""
+    return {"role": "system", "content": content}
+
+
+def user(content: str) -> Message:
+    """A user message."""
+    return {"role": "user", "content": content}
+
+
+def assistant(content: str) -> Message:
+    """An assistant message."""
+    return {"role": "assistant", "content": content}
+
+
+def tool(content: str, name: str | None = None) -> Message:
+    """A tool-result message (an observation)."""
+    msg: Message = {"role": "tool", "content": content}
+    if name is not None:
+        msg["name"] = name
+    return msg
+
+
+class TerminationReason(str, enum.Enum):
+    """Why an episode ended. Each reason maps to one failure-policy action (see FAILURE_POLICY)."""
+
+    DONE = "done"
+    MAX_TURNS = "max_turns"
+    MAX_TOKENS = "max_tokens"
+    TIMEOUT = "timeout"
+    FORMAT_ERRORS = "format_errors"
+    ENV_ERROR = "env_error"
+    SANDBOX_ERROR = "sandbox_error"
+    ENGINE_ERROR = "engine_error"
+
+
+class FailureAction(str, enum.Enum):
+    """What the trainer does with an episode that ended for a given reason."""
+
+    SCORE = "score"  # train on it with its reward
+    MASK = "mask"  # keep it out of the loss (infrastructure failures never train as reward 0)
+    RETRY = "retry"  # run the episode again
+
+
+FAILURE_POLICY: dict[TerminationReason, FailureAction] = {
+    TerminationReason.DONE: FailureAction.SCORE,
+    TerminationReason.MAX_TURNS: FailureAction.SCORE,
+    TerminationReason.MAX_TOKENS: FailureAction.SCORE,
+    TerminationReason.TIMEOUT: FailureAction.SCORE,
+    TerminationReason.FORMAT_ERRORS: FailureAction.SCORE,
+    TerminationReason.ENV_ERROR: FailureAction.MASK,
+    TerminationReason.SANDBOX_ERROR: FailureAction.RETRY,
+    TerminationReason.ENGINE_ERROR: FailureAction.RETRY,
+}
+"""Default failure policy: agent-caused endings are scored, infrastructure failures never train as 0."""
+
+
+@dataclass
+class Segment:
+    """One contiguous token sequence of a trajectory (a new one starts when the template is not append-only).
+
+    All lists have the same length. loss_mask is 1 exactly on sampled tokens; behaviour_logprobs is the
+    engine's logprob there and 0.0 elsewhere; versions is the policy version that sampled the token, -1
+    for prompt/observation tokens.
+    """
+
+    token_ids: list[int] = field(default_factory=list)
+    loss_mask: list[int] = field(default_factory=list)
+    behaviour_logprobs: list[float] = field(default_factory=list)
+    versions: list[int] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.token_ids)
+
+    def append_prompt(self, ids: list[int]) -> None:
+        """Append tokens that were not sampled (prompt, template glue, observations): mask 0."""
+        self.token_ids.extend(ids)
+        self.loss_mask.extend([0] * len(ids))
+        self.behaviour_logprobs.extend([0.0] * len(ids))
+        self.versions.extend([-1] * len(ids))
+
+    def append_sampled(self, ids: list[int], logprobs: list[float], versions: list[int]) -> None:
+        """Append tokens sampled by the engine verbatim: mask 1 with their behaviour logprobs and versions."""
+        if not (len(ids) == len(logprobs) == len(versions)):
+            raise ValueError(
+                f"sampled ids/logprobs/versions differ in length: {len(ids)}/{len(logprobs)}/{len(versions)}"
+            )
+        self.token_ids.extend(ids)
+        self.loss_mask.extend([1] * len(ids))
+        self.behaviour_logprobs.extend(float(x) for x in logprobs)
+        self.versions.extend(int(v) for v in versions)
+
+    @property
+    def num_action_tokens(self) -> int:
+        return sum(self.loss_mask)
+
+
+@dataclass
+class Turn:
+    """One action/observation exchange, for display and per-turn metrics.
+
+    Spans are [start, end) token offsets inside segment `segment`.
+    """
+
+    segment: int
+    action_span: tuple[int, int]
+    observation_span: tuple[int, int]
+    action_text: str
+    observation_text: str = ""
+    finish_reason: str = ""
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class Trajectory:
+    """One episode, ready for training: token segments, reward, termination, metrics. JSONL-serializable."""
+
+    id: str
+    group_id: str
+    env_id: str
+    task_id: str
+    segments: list[Segment] = field(default_factory=list)
+    turns: list[Turn] = field(default_factory=list)
+    reward: float = 0.0
+    reward_info: dict[str, Any] = field(default_factory=dict)
+    termination: TerminationReason = TerminationReason.DONE
+    metrics: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def num_tokens(self) -> int:
+        return sum(len(s) for s in self.segments)
+
+    @property
+    def num_action_tokens(self) -> int:
+        return sum(s.num_action_tokens for s in self.segments)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-safe dict (lossless: from_dict(to_dict(t)) == t)."""
+        d = asdict(self)
+        d["termination"] = self.termination.value
+        d["format"] = TRAJECTORY_FORMAT
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Trajectory:
+        """Inverse of to_dict."""
+        d = dict(d)
+        d.pop("format", None)
+        d["segments"] = [Segment(**s) for s in d.get("segments", [])]
+        d["turns"] = [
+            Turn(**{**t, "action_span": tuple(t["action_span"]), "observation_span": tuple(t["observation_span"])})
+            for t in d.get("turns", [])
+        ]
+        d["termination"] = TerminationReason(d.get("termination", "done"))
+        return cls(**d)
+
+    def to_json(self) -> str:
+        """One JSONL line."""
+        return json.dumps(self.to_dict(), ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, line: str) -> Trajectory:
+        """Parse one JSONL line written by to_json."""
+        return cls.from_dict(json.loads(line))

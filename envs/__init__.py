@@ -1,0 +1,1 @@
+"""Built-in environments, installed as agentrl.envs (registered lazily in register_builtin_envs)."""

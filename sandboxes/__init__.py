@@ -1,0 +1,1 @@
+"""Sandbox backends (docker, bwrap, local) and image recipes, installed as agentrl.sandboxes."""
