@@ -1,0 +1,326 @@
+"""Typed run configuration: one pydantic model per section, YAML presets, dotted command-line overrides.
+
+Order of precedence (later wins): defaults below → configs/<env>.yaml (when --env names a preset) →
+--config FILE → dotted overrides (`trainer.lr=1e-6 rollout.group_size=8`). Every problem is reported at
+once in one ConfigError naming the key path and the allowed values; unknown keys get a "did you mean".
+The defaults run on a 2-core CPU with the default model.
+"""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from agentrl.errors import ConfigError
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, use_attribute_docstrings=True)
+
+
+class ModelConfig(_Section):
+    name: str = "smollm2-135m-instruct"
+    """Model to train: an alias (smollm2-135m-instruct, tiny), a local HF directory, or a hub id."""
+    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+    """Parameter dtype for training and the embedded engine (fp32 on CPU)."""
+    device: str = "cpu"
+    """Torch device of the trainer and the embedded engine."""
+    threads: int = Field(0, ge=0)
+    """torch intra-op threads (0 = all cores)."""
+
+
+class EnvConfig(_Section):
+    name: str = "calc"
+    """Registered env name (see `agentrl envs`)."""
+    kwargs: dict[str, Any] = Field(default_factory=dict)
+    """Keyword arguments passed to the env constructor (e.g. {split: train, difficulty: 1})."""
+    eval_kwargs: dict[str, Any] = Field(default_factory=dict)
+    """Overrides of `kwargs` for held-out evaluation (e.g. {split: dev})."""
+
+
+class RolloutConfig(_Section):
+    engine: Literal["embedded", "sglang"] = "embedded"
+    """Generation backend: in-process transformers engine, or SGLang servers at `urls`."""
+    urls: list[str] = Field(default_factory=list)
+    """SGLang server URLs (engine=sglang)."""
+    tasks_per_step: int = Field(4, ge=1)
+    """Distinct tasks (groups) per training step."""
+    group_size: int = Field(4, ge=1)
+    """Episodes per task (G); GRPO needs 2 or more for a baseline."""
+    temperature: float = Field(1.0, ge=0.0)
+    """Sampling temperature (logprobs are of this temperature-scaled distribution)."""
+    top_p: float = Field(1.0, gt=0.0, le=1.0)
+    """Nucleus sampling mass."""
+    top_k: int = -1
+    """Top-k sampling (-1 disables)."""
+    max_turns: int = Field(6, ge=1)
+    """Maximum agent turns per episode."""
+    max_new_tokens: int = Field(128, ge=1)
+    """Maximum tokens the model may generate per turn."""
+    max_context_tokens: int = Field(2048, ge=16)
+    """Maximum tokens of the whole trajectory (prompt + actions + observations)."""
+    episode_timeout_s: float = Field(600.0, gt=0)
+    """Wall-clock budget of one episode."""
+    concurrency: int = Field(16, ge=1)
+    """Episodes in flight at once."""
+    mode: Literal["sync"] = "sync"
+    """Rollout/training overlap. Only `sync` so far (one_step_off and async come with the async pipeline)."""
+    dynamic_sampling: bool = True
+    """DAPO dynamic sampling: drop groups whose rewards have zero std, resample to fill the batch."""
+    max_resample_rounds: int = Field(2, ge=0)
+    """Extra rounds of sampling allowed per step to fill the batch under dynamic sampling."""
+    seed: int = 0
+    """Base seed of task sampling and episode seeds."""
+
+
+class AlgoConfig(_Section):
+    advantage: Literal["grpo", "drgrpo", "alpha", "batch_std", "rloo", "reinforce_pp_baseline"] = "grpo"
+    """Advantage estimator (docs/algorithms.md)."""
+    adv_eps: float = Field(1e-6, gt=0)
+    """ε in (R − mean)/(std + ε)."""
+    adv_alpha: float = Field(1.0, ge=0.0, le=1.0)
+    """α of the α-normalization knob (advantage=alpha): 1 = GRPO, 0 = Dr.GRPO."""
+    loss: Literal["ppo", "gspo", "cispo"] = "ppo"
+    """Policy loss."""
+    reduction: Literal["token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm"] = (
+        "token-mean"
+    )
+    """How per-token losses are aggregated (the normalizer spans the whole mini-batch)."""
+    eps_low: float = Field(0.2, ge=0)
+    """PPO clip lower ε (ratio ≥ 1 − eps_low)."""
+    eps_high: float = Field(0.28, ge=0)
+    """PPO clip upper ε (clip-higher, DAPO uses 0.28)."""
+    dual_clip_c: float | None = Field(3.0, gt=1.0)
+    """Dual-clip bound c for negative advantages (None disables)."""
+    tis_cap: float | None = Field(2.0, gt=0)
+    """Token-level truncated importance sampling cap C on w = π_old/μ (None disables)."""
+    geo_rs_band: tuple[float, float] | None = (0.999, 1.001)
+    """Trajectory-level geometric-mean band on w; trajectories outside are masked (None disables)."""
+    veto_floor: float | None = Field(1e-4, gt=0)
+    """Mask a trajectory if any token has w below this floor (None disables)."""
+    kl_coef: float = Field(0.0, ge=0)
+    """β of the KL-to-reference loss term (0 = no reference model)."""
+    kl_estimator: Literal["k1", "k2", "k3"] = "k3"
+    """KL estimator for the reference term."""
+    overlong_buffer: int = Field(0, ge=0)
+    """DAPO overlong shaping buffer in action tokens (0 disables)."""
+
+
+class TrainerConfig(_Section):
+    steps: int = Field(10, ge=0)
+    """Optimizer steps of GRPO."""
+    lr: float = Field(1e-6, gt=0)
+    """AdamW learning rate."""
+    weight_decay: float = Field(0.0, ge=0)
+    """AdamW weight decay."""
+    warmup_steps: int = Field(0, ge=0)
+    """Linear learning-rate warm-up steps (then constant)."""
+    grad_clip: float = Field(1.0, gt=0)
+    """Global gradient-norm clip."""
+    micro_batch_tokens: int = Field(4096, ge=64)
+    """Token budget of one packed micro-batch (bounds memory; the update does not depend on it)."""
+    logprob_chunk: int = Field(1024, ge=1)
+    """Tokens per chunk when gathering logprobs (never full-vocabulary logits for a whole micro-batch)."""
+    run_dir: str = "runs/{env}-{time}"
+    """Run directory ({env} and {time} are filled in)."""
+    checkpoint_every: int = Field(5, ge=0)
+    """Checkpoint every N steps (0 = only at the end)."""
+    keep_checkpoints: int = Field(2, ge=1)
+    """How many recent checkpoints to keep."""
+    sample_every: int = Field(1, ge=0)
+    """Write rendered sample trajectories every N steps (0 = never)."""
+    eval_every: int = Field(0, ge=0)
+    """Held-out evaluation every N steps (0 = only at the end, if eval_episodes > 0)."""
+    eval_episodes: int = Field(0, ge=0)
+    """Held-out episodes per evaluation (0 disables)."""
+    tensorboard: bool = True
+    """Also write metrics to TensorBoard."""
+
+
+class SFTConfig(_Section):
+    episodes: int = Field(0, ge=0)
+    """Expert episodes for the supervised warm start before GRPO (0 skips it)."""
+    epochs: int = Field(2, ge=1)
+    """Passes over the expert trajectories."""
+    lr: float = Field(1e-4, gt=0)
+    """AdamW learning rate of the warm start."""
+    batch_trajectories: int = Field(8, ge=1)
+    """Trajectories per optimizer step."""
+
+
+class SandboxSection(_Section):
+    backend: Literal["auto", "docker", "bwrap", "local"] = "auto"
+    """Sandbox backend (auto = docker, else bubblewrap; local only when asked: no isolation)."""
+    memory_mb: int = Field(1024, ge=64)
+    """Memory limit per sandbox."""
+    cpus: float = Field(1.0, gt=0)
+    """CPU limit per sandbox."""
+    pool_size: int = Field(4, ge=0)
+    """Warm sandboxes kept ready per image."""
+
+
+class ClusterConfig(_Section):
+    backend: Literal["local"] = "local"
+    """Where rollout workers run (Ray comes with the scale-out work)."""
+
+
+class Config(_Section):
+    """The whole run configuration."""
+
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    env: EnvConfig = Field(default_factory=EnvConfig)
+    rollout: RolloutConfig = Field(default_factory=RolloutConfig)
+    algo: AlgoConfig = Field(default_factory=AlgoConfig)
+    trainer: TrainerConfig = Field(default_factory=TrainerConfig)
+    sft: SFTConfig = Field(default_factory=SFTConfig)
+    sandbox: SandboxSection = Field(default_factory=SandboxSection)
+    cluster: ClusterConfig = Field(default_factory=ClusterConfig)
+
+    @model_validator(mode="after")
+    def _combinations(self) -> Config:
+        problems = []
+        if self.rollout.group_size < 2 and self.trainer.steps > 0 and self.algo.advantage != "reinforce_pp_baseline":
+            problems.append(
+                f"rollout.group_size={self.rollout.group_size} gives {self.algo.advantage} no baseline (use 2 or more)"
+            )
+        if self.rollout.engine == "sglang" and not self.rollout.urls:
+            problems.append("rollout.engine=sglang needs rollout.urls (e.g. rollout.urls=[http://host:30000])")
+        if self.geo_band_invalid():
+            problems.append(f"algo.geo_rs_band={self.algo.geo_rs_band} must be (low, high) with 0 < low ≤ 1 ≤ high")
+        if self.rollout.max_new_tokens >= self.rollout.max_context_tokens:
+            problems.append(
+                f"rollout.max_new_tokens={self.rollout.max_new_tokens} must be below "
+                f"rollout.max_context_tokens={self.rollout.max_context_tokens}"
+            )
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    def geo_band_invalid(self) -> bool:
+        band = self.algo.geo_rs_band
+        return band is not None and not (0 < band[0] <= 1 <= band[1])
+
+
+# --- loading -------------------------------------------------------------------------------------------
+
+CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
+
+
+def _all_paths(model: type[BaseModel], prefix: str = "") -> list[str]:
+    """Every dotted key path of the schema (sections and leaves)."""
+    out = []
+    for name, field in model.model_fields.items():
+        path = f"{prefix}{name}"
+        out.append(path)
+        ann = field.annotation
+        if isinstance(ann, type) and issubclass(ann, BaseModel):
+            out.extend(_all_paths(ann, path + "."))
+    return out
+
+
+def _suggest(path: str) -> str:
+    close = difflib.get_close_matches(path, _all_paths(Config), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
+def parse_override(item: str) -> tuple[list[str], Any]:
+    """Split 'a.b.c=value' into (['a','b','c'], YAML-parsed value)."""
+    if "=" not in item:
+        raise ConfigError(f"override {item!r} is not of the form key.path=value (e.g. trainer.lr=1e-6)")
+    key, raw = item.split("=", 1)
+    try:
+        value = yaml.safe_load(raw) if raw != "" else ""
+    except yaml.YAMLError:
+        value = raw
+    if isinstance(value, str) and raw.strip().lower() in {"none", "null", "~"}:
+        value = None
+    return key.strip().split("."), value
+
+
+def _set(tree: dict, keys: list[str], value: Any) -> None:
+    for k in keys[:-1]:
+        nxt = tree.setdefault(k, {})
+        if not isinstance(nxt, dict):
+            nxt = tree[k] = {}
+        tree = nxt
+    tree[keys[-1]] = value
+
+
+def _merge(base: dict, extra: dict) -> dict:
+    out = dict(base)
+    for k, v in extra.items():
+        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) and k != "kwargs" else v
+    return out
+
+
+def _read_yaml(path: Path) -> dict:
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except OSError as e:
+        raise ConfigError(f"cannot read config file {path}: {e.strerror}") from None
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{path} is not valid YAML: {e}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping of sections at the top level, got {type(data).__name__}")
+    return data
+
+
+def _format_errors(err: ValidationError) -> list[str]:
+    problems = []
+    for e in err.errors():
+        path = ".".join(str(p) for p in e["loc"])
+        if e["type"] == "extra_forbidden":
+            problems.append(f"{path} is not a key{_suggest(path)}")
+        elif e["type"] == "literal_error":
+            allowed = e.get("ctx", {}).get("expected", "")
+            problems.append(f"{path}={e.get('input')!r} is not allowed (allowed: {allowed})")
+        elif e["type"] == "value_error" and not path:
+            problems.extend(str(e["ctx"]["error"]).split("; "))
+        else:
+            problems.append(f"{path}={e.get('input')!r}: {e['msg']}")
+    return problems
+
+
+def load_config(env: str | None = None, config_file: str | Path | None = None, overrides: list[str] = ()) -> Config:
+    """Build the run config from defaults, the env's preset, a YAML file and dotted overrides."""
+    tree: dict = {}
+    source = "config"
+    if env is not None:
+        preset = CONFIG_DIR / f"{env}.yaml"
+        if preset.is_file():
+            tree = _merge(tree, _read_yaml(preset))
+            source = str(preset)
+        tree = _merge(tree, {"env": {"name": env}})
+    if config_file is not None:
+        path = Path(config_file)
+        if not path.is_file():
+            raise ConfigError(f"config file {path} does not exist")
+        tree = _merge(tree, _read_yaml(path))
+        source = str(path)
+        if env is not None:
+            tree = _merge(tree, {"env": {"name": env}})
+    problems = []
+    for item in overrides:
+        keys, value = parse_override(item)
+        if ".".join(keys) not in _all_paths(Config) and not (len(keys) > 2 and keys[0] == "env" and "kwargs" in keys[1]):
+            problems.append(f"{'.'.join(keys)} is not a key{_suggest('.'.join(keys))}")
+            continue
+        _set(tree, keys, value)
+    try:
+        cfg = Config.model_validate(tree)
+    except ValidationError as e:
+        problems.extend(_format_errors(e))
+        cfg = None
+    if problems:
+        n = len(problems)
+        raise ConfigError(f"{source}: {n} problem{'s' if n > 1 else ''}: " + "; ".join(problems))
+    return cfg
+
+
+def dump_config(cfg: Config) -> str:
+    """The resolved config as YAML (saved in every run directory)."""
+    return yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False)

@@ -1,0 +1,125 @@
+"""Packing trajectories into micro-batches by a token budget (no padding to the longest).
+
+A mini-batch is the flat concatenation of every segment of every trajectory, aligned to *predicted* tokens:
+position p of a segment carries the target x[p+1] with its loss mask, behaviour logprob and version; the
+last position of each segment predicts nothing (mask 0). Micro-batches are contiguous slices of that flat
+layout, so any per-token tensor computed over the whole mini-batch (π_old, correction weights) is sliced,
+never recomputed. Attention inside a micro-batch is block-diagonal causal: it cannot cross segments.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from agentrl.types import Trajectory
+
+
+@dataclass
+class MiniBatch:
+    """Flat per-token tensors of a whole mini-batch (N tokens) plus the segment layout."""
+
+    input_ids: Tensor  # (N,) token at each position
+    targets: Tensor  # (N,) next token (0 where none)
+    loss_mask: Tensor  # (N,) 1.0 where the target was sampled by the policy
+    behaviour_logprobs: Tensor  # (N,) μ logprob of the target (0.0 where mask 0)
+    versions: Tensor  # (N,) policy version that sampled the target (-1 where mask 0)
+    traj_index: Tensor  # (N,) trajectory number in this mini-batch
+    advantages: Tensor  # (N,) the trajectory's advantage broadcast to its tokens
+    segment_bounds: list[tuple[int, int]]  # [start, end) of every segment in flat positions
+    num_trajectories: int
+
+    @property
+    def num_tokens(self) -> int:
+        return int(self.input_ids.numel())
+
+
+@dataclass
+class MicroBatch:
+    """One forward pass worth of packed segments: a contiguous slice [start, end) of the mini-batch."""
+
+    start: int
+    end: int
+    input_ids: Tensor  # (1, T)
+    position_ids: Tensor  # (1, T) restart at 0 for every segment
+    attention_mask: Tensor  # (1, 1, T, T) bool, block-diagonal causal
+
+
+def build_minibatch(trajectories: list[Trajectory], advantages: list[float]) -> MiniBatch:
+    """Flatten trajectories (all segments) into a MiniBatch aligned to predicted tokens."""
+    if len(trajectories) != len(advantages):
+        raise ValueError(f"{len(trajectories)} trajectories but {len(advantages)} advantages")
+    ids, tgt, mask, blp, ver, tix, adv, bounds = [], [], [], [], [], [], [], []
+    for i, (traj, a) in enumerate(zip(trajectories, advantages, strict=True)):
+        for seg in traj.segments:
+            n = len(seg.token_ids)
+            if n == 0:
+                continue
+            start = len(ids)
+            ids.extend(seg.token_ids)
+            tgt.extend(seg.token_ids[1:] + [0])
+            mask.extend(seg.loss_mask[1:] + [0])
+            blp.extend(seg.behaviour_logprobs[1:] + [0.0])
+            ver.extend(seg.versions[1:] + [-1])
+            tix.extend([i] * n)
+            adv.extend([float(a)] * n)
+            bounds.append((start, start + n))
+    return MiniBatch(
+        input_ids=torch.tensor(ids, dtype=torch.long),
+        targets=torch.tensor(tgt, dtype=torch.long),
+        loss_mask=torch.tensor(mask, dtype=torch.float32),
+        behaviour_logprobs=torch.tensor(blp, dtype=torch.float32),
+        versions=torch.tensor(ver, dtype=torch.long),
+        traj_index=torch.tensor(tix, dtype=torch.long),
+        advantages=torch.tensor(adv, dtype=torch.float32),
+        segment_bounds=bounds,
+        num_trajectories=len(trajectories),
+    )
+
+
+def plan_microbatches(segment_bounds: list[tuple[int, int]], token_budget: int) -> list[tuple[int, int]]:
+    """Greedy contiguous packing of segments into slices of at most token_budget tokens.
+
+    A segment longer than the budget gets a slice of its own (segments are never split: attention needs
+    the whole prefix), so memory is bounded by max(token_budget, longest segment).
+    """
+    plans: list[tuple[int, int]] = []
+    start = end = None
+    for s, e in segment_bounds:
+        if start is not None and e - start > token_budget:
+            plans.append((start, end))
+            start = None
+        if start is None:
+            start = s
+        end = e
+    if start is not None:
+        plans.append((start, end))
+    return plans
+
+
+def block_causal_mask(lengths: list[int]) -> Tensor:
+    """(1, 1, T, T) bool mask: causal within each segment, nothing across segments."""
+    seg = torch.repeat_interleave(torch.arange(len(lengths)), torch.tensor(lengths))
+    total = int(seg.numel())
+    causal = torch.ones(total, total, dtype=torch.bool).tril_()
+    return (causal & (seg[:, None] == seg[None, :]))[None, None]
+
+
+def microbatches(mb: MiniBatch, token_budget: int) -> list[MicroBatch]:
+    """Cut a MiniBatch into packed MicroBatches with position ids and block-diagonal attention."""
+    out = []
+    for start, end in plan_microbatches(mb.segment_bounds, token_budget):
+        lengths = [e - s for s, e in mb.segment_bounds if s >= start and e <= end]
+        positions = torch.cat([torch.arange(n) for n in lengths])
+        out.append(
+            MicroBatch(
+                start=start,
+                end=end,
+                input_ids=mb.input_ids[start:end][None],
+                position_ids=positions[None],
+                attention_mask=block_causal_mask(lengths),
+            )
+        )
+    return out
