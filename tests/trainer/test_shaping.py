@@ -1,0 +1,57 @@
+"""DAPO overlong shaping and dynamic sampling against algorithms.md §10.2."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from agentrl.trainer.shaping import dynamic_sampling_filter, overlong_penalty, trajectory_lengths
+
+F64 = torch.float64
+
+
+def test_overlong_paper_form_with_floor():
+    lengths = torch.tensor([10, 16, 17, 18, 20, 22], dtype=F64)
+    got = overlong_penalty(lengths, max_len=20, cache_len=4)
+    torch.testing.assert_close(got, torch.tensor([0, 0, -0.25, -0.5, -1.0, -1.0], dtype=F64), atol=1e-6, rtol=0)
+
+
+def test_overlong_without_floor_matches_verl_areal():
+    got = overlong_penalty(torch.tensor([10, 16, 17, 18, 20, 22]), max_len=20, cache_len=4, floor=False)
+    torch.testing.assert_close(got, torch.tensor([0, 0, -0.25, -0.5, -1.0, -1.5], dtype=F64), atol=1e-6, rtol=0)
+
+
+def test_overlong_rejects_bad_budget():
+    with pytest.raises(ValueError, match="cache_len"):
+        overlong_penalty(torch.tensor([1.0]), max_len=4, cache_len=8)
+
+
+def test_trajectory_length_counts_action_tokens_across_segments_by_default():
+    # trajectory 0 has two segments (positions 0-2 and 5-6); observations are mask 0.
+    mask = torch.tensor([1, 0, 1, 1, 1, 1, 0])
+    idx = torch.tensor([0, 0, 0, 1, 1, 0, 0])
+    assert trajectory_lengths(mask, idx, 2).tolist() == [3.0, 2.0]
+    assert trajectory_lengths(mask, idx, 2, by="context").tolist() == [5.0, 2.0]
+
+
+def _groups():
+    groups = [[1, 0, 0, 0], [1, 1, 1, 1], [0, 0, 0, 0], [0.5, 1.0], [1]]
+    r = torch.tensor([x for g in groups for x in g], dtype=F64)
+    gi = torch.tensor([i for i, g in enumerate(groups) for _ in g])
+    return r, gi
+
+
+def test_dynamic_sampling_verl_rule_keeps_singletons():
+    r, gi = _groups()
+    f = dynamic_sampling_filter(r, gi)
+    assert f.keep_group.tolist() == [True, False, False, True, True]
+    assert f.keep.tolist() == [True] * 4 + [False] * 8 + [True] * 3
+    assert f.metrics["rollout/zero_std_count_1.0"] == 1
+    assert f.metrics["rollout/zero_std_count_0.0"] == 1
+    assert f.metrics["rollout/zero_std_frac"] == pytest.approx(8 / 15)
+
+
+def test_dynamic_sampling_slime_rule_drops_singletons():
+    r, gi = _groups()
+    f = dynamic_sampling_filter(r, gi, keep_singletons=False)
+    assert f.keep_group.tolist() == [True, False, False, True, False]
