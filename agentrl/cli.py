@@ -16,7 +16,10 @@ from agentrl.errors import AgentRLError
 
 # name -> one-line help. Order is the order shown in --help.
 COMMANDS: dict[str, str] = {
+    "train": "train a policy with GRPO-family RL on an environment",
+    "sft": "supervised warm start from an env's scripted expert",
     "envs": "list the registered environments",
+    "plot": "write a PNG dashboard of a run's metrics",
 }
 
 

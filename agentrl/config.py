@@ -78,36 +78,46 @@ class RolloutConfig(_Section):
 
 
 class AlgoConfig(_Section):
-    advantage: Literal["grpo", "drgrpo", "alpha", "batch_std", "rloo", "reinforce_pp_baseline"] = "grpo"
-    """Advantage estimator (docs/algorithms.md)."""
+    advantage: Literal["grpo", "dr_grpo", "alpha_norm", "batch_std", "rloo", "reinforce_pp_baseline"] = "grpo"
+    """Advantage estimator (docs/algorithms.md §advantages)."""
     adv_eps: float = Field(1e-6, gt=0)
     """ε in (R − mean)/(std + ε)."""
     adv_alpha: float = Field(1.0, ge=0.0, le=1.0)
-    """α of the α-normalization knob (advantage=alpha): 1 = GRPO, 0 = Dr.GRPO."""
-    loss: Literal["ppo", "gspo", "cispo"] = "ppo"
+    """α of the α-normalization knob (advantage=alpha_norm): 1 = GRPO, 0 = Dr.GRPO."""
+    loss: Literal["ppo", "gspo", "cispo", "dppo"] = "ppo"
     """Policy loss."""
-    reduction: Literal["token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm"] = (
-        "token-mean"
-    )
-    """How per-token losses are aggregated (the normalizer spans the whole mini-batch)."""
-    eps_low: float = Field(0.2, ge=0)
-    """PPO clip lower ε (ratio ≥ 1 − eps_low)."""
-    eps_high: float = Field(0.28, ge=0)
-    """PPO clip upper ε (clip-higher, DAPO uses 0.28)."""
+    reduction: (
+        Literal["token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm"] | None
+    ) = None
+    """How per-token losses are aggregated (None = the loss's own, token-mean for ppo); normalizer spans the mini-batch."""
+    eps_low: float | None = Field(None, ge=0)
+    """PPO clip lower ε (None = the loss's preset: 0.2 for ppo)."""
+    eps_high: float | None = Field(None, ge=0)
+    """PPO clip upper ε, clip-higher (None = the loss's preset: 0.28 for ppo)."""
     dual_clip_c: float | None = Field(3.0, gt=1.0)
-    """Dual-clip bound c for negative advantages (None disables)."""
-    tis_cap: float | None = Field(2.0, gt=0)
-    """Token-level truncated importance sampling cap C on w = π_old/μ (None disables)."""
-    geo_rs_band: tuple[float, float] | None = (0.999, 1.001)
-    """Trajectory-level geometric-mean band on w; trajectories outside are masked (None disables)."""
-    veto_floor: float | None = Field(1e-4, gt=0)
-    """Mask a trajectory if any token has w below this floor (None disables)."""
+    """Dual-clip bound c for negative advantages (ppo only; None disables)."""
+    correction: Literal["none", "tis", "mis"] = "tis"
+    """Token-level off-policy correction on w = π_old/μ: truncated IS, masked IS (IcePop band), or none."""
+    tis_cap: float = Field(2.0, gt=0)
+    """Token TIS cap C."""
+    mis_band: tuple[float, float] = (0.5, 5.0)
+    """Token MIS / IcePop band [α, β]."""
+    trust_region: list[Literal["geo", "seq", "veto", "opsm"]] = Field(default_factory=lambda: ["veto"])
+    """Trajectory-level trust regions (all segments of a trajectory decide together)."""
+    geo_band: tuple[float, float] = (0.999, 1.001)
+    """Geo-RS band on the geometric mean of w over the trajectory."""
+    seq_band: tuple[float, float] = (0.5, 2.0)
+    """Seq-MIS band on the product of w over the trajectory."""
+    veto_floor: float = Field(1e-4, gt=0)
+    """Veto a trajectory if any token has w below this floor."""
+    opsm_delta: float = Field(1e-4, ge=0)
+    """OPSM: mask negative-advantage trajectories whose mean log(μ/π_old) exceeds δ."""
     kl_coef: float = Field(0.0, ge=0)
     """β of the KL-to-reference loss term (0 = no reference model)."""
     kl_estimator: Literal["k1", "k2", "k3"] = "k3"
     """KL estimator for the reference term."""
     overlong_buffer: int = Field(0, ge=0)
-    """DAPO overlong shaping buffer in action tokens (0 disables)."""
+    """DAPO overlong shaping buffer in action tokens before rollout.max_context_tokens (0 disables)."""
 
 
 class TrainerConfig(_Section):
@@ -189,8 +199,12 @@ class Config(_Section):
             )
         if self.rollout.engine == "sglang" and not self.rollout.urls:
             problems.append("rollout.engine=sglang needs rollout.urls (e.g. rollout.urls=[http://host:30000])")
-        if self.geo_band_invalid():
-            problems.append(f"algo.geo_rs_band={self.algo.geo_rs_band} must be (low, high) with 0 < low ≤ 1 ≤ high")
+        for key in ("geo_band", "seq_band", "mis_band"):
+            lo, hi = getattr(self.algo, key)
+            if not 0 < lo <= 1 <= hi:
+                problems.append(f"algo.{key}={[lo, hi]} must be [low, high] with 0 < low ≤ 1 ≤ high")
+        if self.rollout.temperature == 0 and self.trainer.steps > 0:
+            problems.append("rollout.temperature=0 (greedy) has no sampling distribution to train on (use > 0)")
         if self.rollout.max_new_tokens >= self.rollout.max_context_tokens:
             problems.append(
                 f"rollout.max_new_tokens={self.rollout.max_new_tokens} must be below "
@@ -199,10 +213,6 @@ class Config(_Section):
         if problems:
             raise ValueError("; ".join(problems))
         return self
-
-    def geo_band_invalid(self) -> bool:
-        band = self.algo.geo_rs_band
-        return band is not None and not (0 < band[0] <= 1 <= band[1])
 
 
 # --- loading -------------------------------------------------------------------------------------------
@@ -248,6 +258,14 @@ def _set(tree: dict, keys: list[str], value: Any) -> None:
             nxt = tree[k] = {}
         tree = nxt
     tree[keys[-1]] = value
+
+
+def _drop(tree: dict, keys: list[str]) -> None:
+    for k in keys[:-1]:
+        tree = tree.get(k) if isinstance(tree, dict) else None
+        if not isinstance(tree, dict):
+            return
+    tree.pop(keys[-1], None)
 
 
 def _merge(base: dict, extra: dict) -> dict:
@@ -310,11 +328,18 @@ def load_config(env: str | None = None, config_file: str | Path | None = None, o
             problems.append(f"{'.'.join(keys)} is not a key{_suggest('.'.join(keys))}")
             continue
         _set(tree, keys, value)
-    try:
-        cfg = Config.model_validate(tree)
-    except ValidationError as e:
-        problems.extend(_format_errors(e))
-        cfg = None
+    cfg = None
+    for _ in range(2):  # a second pass without the bad keys still reports the combination problems
+        try:
+            cfg = Config.model_validate(tree)
+            break
+        except ValidationError as e:
+            problems.extend(p for p in _format_errors(e) if p not in problems)
+            bad = [err["loc"] for err in e.errors() if err["loc"]]
+            if not bad:
+                break
+            for loc in bad:
+                _drop(tree, [str(k) for k in loc])
     if problems:
         n = len(problems)
         raise ConfigError(f"{source}: {n} problem{'s' if n > 1 else ''}: " + "; ".join(problems))

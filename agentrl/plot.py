@@ -1,0 +1,70 @@
+"""`agentrl plot RUN_DIR`: a PNG dashboard of a run's metrics.jsonl (reward, entropy, KL, IS weights, clip
+fractions, lengths, zero-std groups, termination mix, time per phase)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+PANELS: list[tuple[str, list[str]]] = [
+    ("reward", ["rollout/reward_mean", "rollout/reward_trained_mean"]),
+    ("entropy", ["actor/entropy"]),
+    ("KL", ["actor/ppo_kl", "actor/ref_kl", "mismatch/kl_k3"]),
+    ("IS weight w = π_old/μ", ["mismatch/tis_mean", "mismatch/tis_abs", "mismatch/tis_clipfrac"]),
+    ("clip / rejection fractions", ["actor/pg_clipfrac", "actor/pg_clipfrac_lower", "mismatch/rs_masked_frac_traj"]),
+    ("lengths", ["rollout/action_tokens_mean", "rollout/tokens_mean", "rollout/turns_mean"]),
+    ("zero-std groups", ["rollout/zero_std_frac"]),
+    ("termination mix", ["termination/"]),
+    ("time per phase (s)", ["timing/"]),
+]
+
+
+def read_metrics(run_dir: str | Path) -> list[dict]:
+    """The records of run_dir/metrics.jsonl (a truncated last line, from a killed run, is skipped)."""
+    path = Path(run_dir) / "metrics.jsonl"
+    if not path.is_file():
+        from agentrl.errors import AgentRLError
+
+        raise AgentRLError(f"{path} does not exist: is {run_dir} an agentrl run directory?")
+    rows = []
+    for line in path.read_text().splitlines():
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return rows
+
+
+def plot_run(run_dir: str | Path, out: str | Path | None = None) -> Path:
+    """Write the dashboard PNG (default run_dir/dashboard.png) and return its path."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = read_metrics(run_dir)
+    out = Path(out) if out else Path(run_dir) / "dashboard.png"
+    fig, axes = plt.subplots(3, 3, figsize=(15, 11))
+    steps = [r["step"] + 1 for r in rows]
+    for ax, (title, keys) in zip(axes.flat, PANELS, strict=True):
+        names = sorted({k for r in rows for k in r if any(k == p or (p.endswith("/") and k.startswith(p)) for p in keys)})
+        for name in names:
+            ys = [r.get(name) for r in rows]
+            if all(y is None or y == 0 for y in ys) and title in ("termination mix",):
+                continue
+            xs = [s for s, y in zip(steps, ys, strict=True) if isinstance(y, (int, float))]
+            ys = [y for y in ys if isinstance(y, (int, float))]
+            if xs:
+                ax.plot(xs, ys, marker="o", ms=3, label=name.split("/", 1)[-1])
+        ax.set_title(title)
+        ax.set_xlabel("step")
+        ax.grid(alpha=0.3)
+        if ax.lines:
+            ax.legend(fontsize=7)
+        else:
+            ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes, color="gray")
+    fig.suptitle(f"agentrl run {Path(run_dir).name} ({len(rows)} steps)")
+    fig.tight_layout()
+    fig.savefig(out, dpi=90)
+    plt.close(fig)
+    return out

@@ -1,0 +1,123 @@
+"""Observability of a run: a rich progress display, metrics.jsonl, TensorBoard, sample trajectories.
+
+Metric names are namespaced (rollout/, actor/, mismatch/, staleness/, termination/, timing/, trainer/);
+docs/metrics.md defines each of them.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+
+class Monitor:
+    """Progress display plus metric sinks for one run directory."""
+
+    def __init__(self, run_dir: Path, *, total_steps: int, tensorboard: bool = True, console: Console | None = None):
+        self.run_dir = Path(run_dir)
+        self.console = console or Console(stderr=True)
+        self.metrics_path = self.run_dir / "metrics.jsonl"
+        self.samples_dir = self.run_dir / "samples"
+        self._tb = None
+        if tensorboard:
+            try:
+                from torch.utils.tensorboard import SummaryWriter
+
+                self._tb = SummaryWriter(str(self.run_dir / "tb"))
+            except ImportError:
+                self.console.print("[yellow]tensorboard is not installed: metrics go to metrics.jsonl only[/]")
+        self.progress = Progress(
+            TextColumn("[bold]{task.fields[label]} {task.fields[step]}/{task.fields[steps]}[/] {task.fields[phase]:<9}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("episodes  reward {task.fields[reward]}"),
+            TimeElapsedColumn(),
+            console=self.console,
+            transient=False,
+        )
+        self._task = None
+        self.total_steps = total_steps
+        self.timings: dict[str, float] = {}
+
+    def __enter__(self) -> Monitor:
+        self.progress.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.progress.stop()
+        if self._tb is not None:
+            self._tb.close()
+
+    def begin_step(self, step: int, episodes: int, label: str = "step", steps: int | None = None) -> None:
+        """Start the progress bar of one step (episodes = expected episode count)."""
+        if self._task is not None:
+            self.progress.remove_task(self._task)
+        self.timings = {}
+        self._task = self.progress.add_task(
+            "", total=episodes, label=label, step=step + 1, steps=steps or self.total_steps, phase="rollout", reward="-"
+        )
+
+    def episodes_done(self, n: int) -> None:
+        """Advance the bar (called as groups finish)."""
+        if self._task is not None:
+            task = self.progress.tasks[-1]
+            if task.completed + n > (task.total or 0):
+                self.progress.update(self._task, total=task.completed + n)
+            self.progress.advance(self._task, n)
+
+    @contextmanager
+    def phase(self, name: str):
+        """Time a phase of the step (reported as timing/<name>_s) and show it."""
+        if self._task is not None:
+            self.progress.update(self._task, phase=name)
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.timings[f"timing/{name}_s"] = self.timings.get(f"timing/{name}_s", 0.0) + time.perf_counter() - t0
+
+    def log(self, step: int, metrics: dict[str, float]) -> None:
+        """Append one step's metrics to metrics.jsonl and TensorBoard, and print a one-line summary."""
+        metrics = {**metrics, **self.timings}
+        record = {"step": step, "time": time.time(), **{k: _num(v) for k, v in sorted(metrics.items())}}
+        with open(self.metrics_path, "a") as f:
+            f.write(json.dumps(record) + "\n")
+        if self._tb is not None:
+            for k, v in record.items():
+                if k not in ("step", "time") and isinstance(v, (int, float)):
+                    self._tb.add_scalar(k, v, step)
+            self._tb.flush()
+        if self._task is not None:
+            self.progress.update(self._task, reward=f"{metrics.get('rollout/reward_mean', 0.0):.3f}", phase="done")
+        self.console.print(summary_line(step, metrics))
+
+    def write_samples(self, step: int, trajectories, tokenizer, n: int = 2) -> None:
+        """Render a few trajectories of this step as readable text (action and observation spans marked)."""
+        self.samples_dir.mkdir(parents=True, exist_ok=True)
+        with open(self.samples_dir / f"step_{step:06d}.txt", "w") as f:
+            for t in trajectories[:n]:
+                f.write(t.render(tokenizer, max_chars=4000))
+                f.write("\n" + "=" * 100 + "\n")
+
+
+def _num(v):
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return v
+
+
+def summary_line(step: int, m: dict[str, float]) -> str:
+    """The one-line per-step summary printed under the progress bar."""
+    phases = " ".join(f"{k[7:-2]} {v:.1f}s" for k, v in m.items() if k.startswith("timing/") and k.endswith("_s"))
+    return (
+        f"step {step + 1}: reward {m.get('rollout/reward_mean', 0):.3f}  "
+        f"kept {int(m.get('rollout/groups_kept', 0))}/{int(m.get('rollout/groups_sampled', 0))} groups  "
+        f"loss {m.get('actor/loss', 0):+.4f}  entropy {m.get('actor/entropy', 0):.3f}  "
+        f"clip {m.get('actor/pg_clipfrac', 0):.3f}  |  {phases}"
+    )

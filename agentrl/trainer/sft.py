@@ -1,0 +1,83 @@
+"""Supervised warm start: roll out an env's scripted expert through the same agent loop, then fit it.
+
+Expert actions are tokenized by the agent loop exactly like sampled ones (same chat template, same masks),
+so the loss falls only on action tokens — the content plus the end-of-turn token, which teaches the model
+to stop. Real pipelines cold-start this way; the 135M default model cannot use tools without it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+
+import torch
+
+from agentrl.trainer.batch import build_minibatch, microbatches
+from agentrl.trainer.rollouts import run_groups, task_seed, trainable
+from agentrl.trainer.update import policy_logprobs
+
+
+async def expert_trajectories(cfg, env_factory, tokenizer, episodes: int, *, on_episode=None) -> list:
+    """Collect `episodes` expert episodes (distinct task seeds); episodes the env could not finish are dropped."""
+    from agentrl.rollout.agent_loop import LoopConfig
+
+    r = cfg.rollout
+    loop_cfg = LoopConfig(max_turns=r.max_turns, max_context_tokens=r.max_context_tokens,
+                          max_new_tokens=r.max_new_tokens, timeout_s=r.episode_timeout_s)
+    seeds = [task_seed(r.seed + 7919, -1, 0, i) for i in range(episodes)]
+    groups = await run_groups(env_factory, None, tokenizer, seeds, group_size=1, loop_cfg=loop_cfg,
+                              concurrency=r.concurrency, expert=True, on_episode=on_episode)
+    return [t for g in groups for t in g if trainable(t) and t.num_action_tokens > 0]
+
+
+def sft_step(model, optimizer, trajectories, *, micro_batch_tokens: int, chunk: int, grad_clip: float) -> dict[str, float]:
+    """One optimizer step of token-mean negative log-likelihood on the action tokens of `trajectories`."""
+    mb = build_minibatch(trajectories, [0.0] * len(trajectories))
+    n_tokens = float(mb.loss_mask.sum())
+    optimizer.zero_grad(set_to_none=True)
+    total = 0.0
+    for micro in microbatches(mb, micro_batch_tokens):
+        s, e = micro.start, micro.end
+        lp, _ = policy_logprobs(model, micro, mb.targets[s:e], temperature=1.0, chunk=chunk)
+        loss = -(lp * mb.loss_mask[s:e]).sum() / max(n_tokens, 1.0)
+        loss.backward()
+        total += float(loss.detach())
+    grad_norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip))
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    return {"sft/loss": total, "sft/grad_norm": grad_norm, "sft/action_tokens": n_tokens}
+
+
+async def run_sft(cfg, model, tokenizer, env_factory, monitor) -> list[dict[str, float]]:
+    """Collect cfg.sft.episodes expert episodes and train cfg.sft.epochs passes over them; returns step metrics."""
+    s = cfg.sft
+    monitor.begin_step(0, s.episodes, label="sft", steps=1)
+    with monitor.phase("expert"):
+        trajs = await expert_trajectories(cfg, env_factory, tokenizer, s.episodes, on_episode=monitor.episodes_done)
+    if not trajs:
+        monitor.console.print(f"[yellow]sft: {cfg.env.name} produced no expert episodes (does it define expert_action?)[/]")
+        return []
+    optimizer = torch.optim.AdamW(model.parameters(), lr=s.lr)
+    rng = random.Random(cfg.rollout.seed)
+    history = []
+    model.train()
+    for epoch in range(s.epochs):
+        order = list(range(len(trajs)))
+        rng.shuffle(order)
+        losses = []
+        with monitor.phase("sft"):
+            for i in range(0, len(order), s.batch_trajectories):
+                batch = [trajs[j] for j in order[i : i + s.batch_trajectories]]
+                m = await asyncio.to_thread(
+                    sft_step, model, optimizer, batch, micro_batch_tokens=cfg.trainer.micro_batch_tokens,
+                    chunk=cfg.trainer.logprob_chunk, grad_clip=cfg.trainer.grad_clip,
+                )
+                history.append({**m, "sft/epoch": epoch})
+                losses.append(m["sft/loss"])
+        monitor.console.print(f"sft epoch {epoch + 1}/{s.epochs}: mean loss {sum(losses) / len(losses):.4f} "
+                              f"over {len(trajs)} expert trajectories")
+    with open(monitor.run_dir / "sft_metrics.jsonl", "a") as f:
+        for i, h in enumerate(history):
+            f.write(json.dumps({"sft_step": i, **h}) + "\n")
+    return history

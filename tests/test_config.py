@@ -1,0 +1,67 @@
+"""Config: presets, dotted overrides, and every problem reported at once with the key path."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import yaml
+
+from agentrl.config import CONFIG_DIR, Config, dump_config, load_config
+from agentrl.errors import ConfigError
+
+
+def test_overrides_win_over_preset_and_file(tmp_path):
+    f = tmp_path / "c.yaml"
+    f.write_text("trainer:\n  lr: 5.0e-6\nrollout:\n  group_size: 6\n")
+    cfg = load_config("calc", f, ["trainer.lr=1e-6", "env.kwargs.difficulty=2"])
+    assert cfg.trainer.lr == 1e-6
+    assert cfg.rollout.group_size == 6
+    assert cfg.env.name == "calc" and cfg.env.kwargs["difficulty"] == 2
+
+
+def test_all_problems_in_one_message_with_suggestion():
+    with pytest.raises(ConfigError) as e:
+        load_config("calc", overrides=["trainer.lr_sched=1", "rollout.group_size=1", "algo.loss=foo"])
+    msg = str(e.value)
+    assert "3 problems" in msg
+    assert "trainer.lr_sched is not a key (did you mean trainer.lr?)" in msg
+    assert "rollout.group_size=1 gives grpo no baseline (use 2 or more)" in msg
+    assert re.search(r"algo.loss='foo' is not allowed \(allowed: .*'ppo'", msg)
+
+
+def test_unknown_key_in_yaml_is_reported_with_path(tmp_path):
+    f = tmp_path / "bad.yaml"
+    f.write_text("rollout:\n  grup_size: 4\n")
+    with pytest.raises(ConfigError, match=re.escape("rollout.grup_size is not a key (did you mean rollout.group_size?)")):
+        load_config(config_file=f)
+
+
+def test_impossible_combinations_name_both_keys():
+    with pytest.raises(ConfigError, match="rollout.max_new_tokens=4096 must be below rollout.max_context_tokens=2048"):
+        load_config(overrides=["rollout.max_new_tokens=4096", "rollout.max_context_tokens=2048"])
+    with pytest.raises(ConfigError, match="rollout.engine=sglang needs rollout.urls"):
+        load_config(overrides=["rollout.engine=sglang"])
+
+
+def test_bad_files_and_overrides_are_config_errors(tmp_path):
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_config(config_file=tmp_path / "missing.yaml")
+    (tmp_path / "list.yaml").write_text("- 1\n- 2\n")
+    with pytest.raises(ConfigError, match="expected a mapping"):
+        load_config(config_file=tmp_path / "list.yaml")
+    with pytest.raises(ConfigError, match="key.path=value"):
+        load_config(overrides=["trainer.lr"])
+
+
+def test_dump_round_trips():
+    cfg = load_config("calc", overrides=["algo.trust_region=[geo,veto]", "algo.dual_clip_c=null"])
+    again = Config.model_validate(yaml.safe_load(dump_config(cfg)))
+    assert again == cfg
+    assert again.algo.trust_region == ["geo", "veto"] and again.algo.dual_clip_c is None
+
+
+@pytest.mark.parametrize("preset", sorted(p.name for p in CONFIG_DIR.glob("*.yaml")), ids=str)
+def test_every_shipped_preset_validates(preset):
+    data = yaml.safe_load((CONFIG_DIR / preset).read_text())
+    Config.model_validate(data)
