@@ -38,6 +38,7 @@ from agentrl.trainer.checkpoint import (
     model_dir,
     save_checkpoint,
 )
+from agentrl.trainer.heldout import evaluate
 from agentrl.trainer.monitor import Monitor
 from agentrl.trainer.rollouts import collect_step
 from agentrl.trainer.update import train_on_minibatch, update_config_from
@@ -164,6 +165,11 @@ async def _train(cfg: Config, *, resume: str | None, init_from: str | None, cons
                     metrics["trainer/skipped_steps"] = 1.0
                 metrics["trainer/lr"] = scheduler.get_last_lr()[0]
                 metrics["trainer/version"] = version
+                if _eval_due(cfg, step):
+                    with monitor.phase("eval"):
+                        held = await evaluate(cfg, engine, tokenizer, cfg.trainer.eval_episodes)
+                    metrics.update({"eval/reward_mean": held.mean, "eval/reward_low95": held.low,
+                                    "eval/reward_high95": held.high, "eval/episodes": held.n})
                 monitor.log(step, metrics)
                 if cfg.trainer.sample_every and step % cfg.trainer.sample_every == 0:
                     monitor.write_samples(step, batch.all_trajectories, tokenizer)
@@ -186,6 +192,13 @@ async def _train(cfg: Config, *, resume: str | None, init_from: str | None, cons
         f"[bold green]done[/]: checkpoint {last_ckpt}\n      metrics {monitor.metrics_path}\n      plot {plot}"
     )
     return RunResult(run_dir=run_dir, checkpoint=last_ckpt, metrics=monitor.metrics_path, plot=plot)
+
+
+def _eval_due(cfg: Config, step: int) -> bool:
+    """Held-out evaluation runs every trainer.eval_every steps and after the last one (if eval_episodes > 0)."""
+    t = cfg.trainer
+    done = step + 1
+    return t.eval_episodes > 0 and (done == t.steps or (t.eval_every > 0 and done % t.eval_every == 0))
 
 
 def _update(model, optimizer, batch, ucfg, version, ref_model) -> dict[str, float]:

@@ -1,0 +1,58 @@
+"""Held-out evaluation during training: the policy's mean reward on tasks it never trains on.
+
+Held-out task seeds live in their own namespace (step −2), disjoint from training and warm-start seeds, and
+the env is built with `env.eval_kwargs` over `env.kwargs` (e.g. a dev split). Decoding is greedy by default,
+so the number moves only when the policy does.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import partial
+
+from agentrl.rollout.agent_loop import LoopConfig
+from agentrl.trainer.rollouts import run_groups, task_seed, trainable
+
+
+@dataclass
+class HeldOut:
+    """Accuracy-style summary with a 95% Wilson interval (rewards in [0, 1])."""
+
+    mean: float
+    low: float
+    high: float
+    n: int
+    masked: int
+
+    def __str__(self) -> str:
+        return f"{self.mean:.3f} [{self.low:.3f}, {self.high:.3f}] (n={self.n})"
+
+
+def wilson(successes: float, n: int, z: float = 1.96) -> tuple[float, float]:
+    """95% Wilson score interval of a proportion (sound at 0 and 1, unlike the normal approximation)."""
+    if n == 0:
+        return 0.0, 1.0
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+async def evaluate(cfg, engine, tokenizer, episodes: int, *, temperature: float = 0.0, on_episode=None) -> HeldOut:
+    """Run `episodes` held-out episodes (one per task) and summarize their rewards."""
+    from agentrl.registry import make
+
+    r = cfg.rollout
+    factory = partial(make, cfg.env.name, **{**cfg.env.kwargs, **cfg.env.eval_kwargs})
+    loop_cfg = LoopConfig(max_turns=r.max_turns, max_context_tokens=r.max_context_tokens, max_new_tokens=r.max_new_tokens,
+                          timeout_s=r.episode_timeout_s, temperature=temperature, top_p=1.0, top_k=-1)
+    seeds = [task_seed(r.seed, -2, 0, i) for i in range(episodes)]
+    groups = await run_groups(factory, engine, tokenizer, seeds, group_size=1, loop_cfg=loop_cfg,
+                              concurrency=r.concurrency, on_episode=on_episode)
+    trajs = [t for g in groups for t in g]
+    scored = [t for t in trajs if trainable(t)]
+    total = sum(min(max(t.reward, 0.0), 1.0) for t in scored)
+    low, high = wilson(total, len(scored))
+    return HeldOut(mean=total / max(len(scored), 1), low=low, high=high, n=len(scored), masked=len(trajs) - len(scored))
