@@ -19,6 +19,7 @@ COMMANDS: dict[str, str] = {
     "train": "train a policy with GRPO-family RL on an environment",
     "sft": "supervised warm start from an env's scripted expert",
     "envs": "list the registered environments",
+    "sandbox": "build, list, reap sandboxes; run one command in a fresh sandbox",
     "plot": "write a PNG dashboard of a run's metrics",
 }
 

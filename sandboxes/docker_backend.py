@@ -1,0 +1,306 @@
+"""Docker backend: one long-lived hardened container per sandbox; every command is a fresh `docker exec`.
+
+Hardening (reference/swe_sandbox.md §6.2, verified there on dockerd 20.10): no network, read-only root, tmpfs
+/workspace and /tmp sized below the memory limit (tmpfs pages count against it), all capabilities dropped,
+no-new-privileges, memory/CPU/pids/nofile limits, docker-init as PID 1 (reaps zombies), a keep-alive
+`sleep ttl` as uid 65534 while commands run as uid 1000, and ownership labels. Timeouts are enforced inside the
+container (`timeout -s KILL`), because a host-side deadline only stops waiting (§6.3, docker-py#2651); a
+watchdog exec `kill -9 -1` as the agent uid then kills everything the agent started, `setsid` escapees
+included, sparing the keep-alive because it runs as another uid. Output is read as a stream with a head+tail
+cap; files travel as tar over exec stdin, because `put_archive` fails on a read-only root (§6.4).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import struct
+import threading
+import time
+import uuid
+from collections.abc import Mapping
+
+from agentrl.sandboxes import reaper
+from agentrl.sandboxes.base import (
+    WIPE_SCRIPT,
+    ExecResult,
+    FileOpsMixin,
+    OutputCap,
+    SandboxConfig,
+    make_result,
+)
+
+from agentrl.errors import AgentRLError, SandboxDead, SandboxError
+
+
+class DockerUnavailable(SandboxError, AgentRLError):
+    """No Docker engine answers (not started, wrong DOCKER_HOST, or no permission on the socket)."""
+
+
+_clients: dict[str, object] = {}
+_clients_lock = threading.Lock()
+
+
+def docker_client(ping_timeout: float = 5.0):
+    """A shared, thread-safe docker client for this process; DockerUnavailable (fast, no hang) if none answers.
+
+    max_pool_size is raised because the default 10 connections fail under threads (docker-py#1636, #2477).
+    """
+    import docker
+
+    key = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+    with _clients_lock:
+        client = _clients.get(key)
+        if client is None:
+            try:
+                client = docker.DockerClient(base_url=key, version="1.41", timeout=120, max_pool_size=64)
+                client.api.get(client.api._url("/_ping"), timeout=ping_timeout).raise_for_status()
+            except Exception as e:
+                raise DockerUnavailable(
+                    f"no Docker engine answers at {key} ({type(e).__name__}: {str(e)[:160]}): start it with "
+                    "'bash scripts/ensure_docker.sh' (as root), or use backend='bwrap'") from e
+            _clients[key] = client
+    return client
+
+
+def remove_container(client, cid: str) -> None:
+    """Force-remove a container, ignoring 'already gone' and 'removal in progress'."""
+    import docker
+
+    try:
+        client.api.remove_container(cid, force=True)
+    except docker.errors.NotFound:
+        pass
+    except docker.errors.APIError as e:
+        if e.status_code != 409:
+            raise
+
+
+def _dead_or_raise(e: Exception, cid: str) -> None:
+    """Turn 404/409 from the engine into SandboxDead; re-raise anything else as SandboxError."""
+    import docker
+
+    if isinstance(e, docker.errors.NotFound) or (isinstance(e, docker.errors.APIError) and e.status_code == 409):
+        raise SandboxDead(f"container {cid[:12]} is gone ({str(e)[:160]})") from e
+    if isinstance(e, docker.errors.DockerException | OSError):
+        raise SandboxError(f"docker call on {cid[:12]} failed: {str(e)[:200]}") from e
+    raise e
+
+
+class DockerSandbox(FileOpsMixin):
+    """A hardened container. Use as a context manager, or close() it; get one from open_sandbox or SandboxPool."""
+
+    backend = "docker"
+
+    def __init__(self, config: SandboxConfig | None = None) -> None:
+        import docker
+        from agentrl.sandboxes.image import image_tag, require_image
+
+        self.config = config or SandboxConfig()
+        self.client = docker_client()
+        self.image = self.config.image or image_tag("python")
+        require_image(self.image)
+        c = self.config
+        self.labels = {**c.labels, **reaper.owner_labels(c.ttl_s)}
+        self.created_at = time.monotonic()
+        self.uses = 0
+        self._closed = False
+        try:
+            container = self.client.containers.run(
+                self.image, command=["sleep", str(int(c.ttl_s))], detach=True, init=True, auto_remove=True,
+                name=f"agentrl-{reaper.SESSION_ID}-{uuid.uuid4().hex[:8]}", user=f"{c.keepalive_uid}:{c.keepalive_uid}",
+                labels=self.labels, network_mode="none", mem_limit=f"{c.memory_mb}m", memswap_limit=f"{c.memory_mb}m",
+                nano_cpus=int(c.cpus * 1e9), pids_limit=c.pids, read_only=True, cap_drop=["ALL"],
+                security_opt=["no-new-privileges"], ulimits=[docker.types.Ulimit(name="nofile", soft=c.nofile, hard=c.nofile)],
+                tmpfs={"/tmp": f"rw,exec,nosuid,nodev,size={c.tmp_mb}m,mode=1777",
+                       "/workspace": f"rw,exec,nosuid,nodev,size={c.workspace_mb}m,uid={c.agent_uid},"
+                                     f"gid={c.agent_uid},mode=0755"},
+                working_dir="/workspace", environment=dict(c.env))
+        except docker.errors.DockerException as e:
+            raise SandboxError(f"could not start a sandbox from {self.image}: {str(e)[:300]}") from e
+        self.id = container.id
+        reaper.track(self)
+
+    # ------------------------------------------------------------------ exec
+    def exec(self, cmd: str | list[str], *, timeout: float | None = None, cwd: str | None = None,
+             env: Mapping[str, str] | None = None, stdin: bytes | str | None = None,
+             max_output_bytes: int | None = None) -> ExecResult:
+        """Run `cmd` as the agent uid under `timeout -s KILL`; output merged and head+tail capped.
+
+        Args:
+            cmd: a shell string (run by `bash -c`, a fresh shell each time) or an argv list.
+            timeout: seconds (default config.timeout_s); past it the command and all its children are killed
+                and the result has timed_out=True and exit code 137.
+            cwd: working directory (default config.workdir).
+            env: extra environment variables.
+            stdin: bytes fed to the command's stdin (then closed); use it for file contents, never argv.
+            max_output_bytes: bytes of output kept (first and last half); past config.output_kill_bytes the
+                command is killed.
+
+        Returns:
+            ExecResult. Raises SandboxDead only if the container is gone.
+        """
+        c = self.config
+        timeout = float(timeout or c.timeout_s)
+        argv = ["bash", "-c", cmd] if isinstance(cmd, str) else list(cmd)
+        argv = ["timeout", "-s", "KILL", f"{timeout:.3f}", *argv]
+        if c.kill_background:  # the wrapper outlives `timeout`, then kills what the command left (kill -1 spares it)
+            argv = ["bash", "-c", 'exec 3>&2 2>/dev/null; "$@" 2>&3 3>&-; rc=$?; kill -9 -1; exit $rc',
+                    "agentrl-exec", *argv]  # the wrapper's own stderr ("Killed" notices) goes to /dev/null
+        if isinstance(stdin, str):
+            stdin = stdin.encode()
+        self._check_open()
+        self.uses += 1
+        t0 = time.monotonic()
+        api = self.client.api
+        try:
+            ex = api.exec_create(self.id, argv, stdin=stdin is not None, user=f"{c.agent_uid}:{c.agent_uid}",
+                                 workdir=cwd or c.workdir, environment=dict(env or {}))
+            sock = api.exec_start(ex["Id"], socket=True)
+        except Exception as e:
+            _dead_or_raise(e, self.id)
+        raw_sock = getattr(sock, "_sock", sock)
+        cap = OutputCap(max_output_bytes or c.max_output_bytes)
+        done, flooded = threading.Event(), threading.Event()
+        reader = threading.Thread(target=self._read_frames, args=(raw_sock, cap, done, flooded), daemon=True)
+        reader.start()
+        if stdin is not None:
+            threading.Thread(target=_send_stdin, args=(raw_sock, stdin), daemon=True).start()
+        watchdog_fired = False
+        deadline = t0 + timeout + c.kill_grace_s
+        while not done.wait(min(0.25, max(0.0, deadline - time.monotonic()))):
+            if flooded.is_set() or time.monotonic() >= deadline:
+                watchdog_fired = True
+                self._kill_agent_processes()
+                if not done.wait(10.0):
+                    self.kill()
+                    raise SandboxDead(f"container {self.id[:12]} did not stop a command after kill -9 -1; killed it")
+        sock.close()
+        duration = time.monotonic() - t0
+        exit_code = self._exit_code(ex["Id"])
+        timed_out = (not flooded.is_set()) and (watchdog_fired or (exit_code == 137 and duration >= timeout - 0.05))
+        if (timed_out or exit_code is None or exit_code >= 128) and not watchdog_fired:
+            # `timeout` got its process group; this also gets setsid escapees, and it fails if the container died
+            # (its state may still read "running" for a moment after a kill, so an exec is the reliable probe)
+            try:
+                probe = self._raw_exec("kill -9 -1 2>/dev/null; echo agentrl-ok")[1]
+                running = self.client.api.inspect_container(self.id)["State"]["Running"]
+            except Exception as e:
+                probe, running = str(e)[:120].encode(), False
+            if probe.strip() != b"agentrl-ok" or not running:
+                self.kill()
+                raise SandboxDead(f"container {self.id[:12]} died during exec (exit {exit_code}): {probe[:120]!r}")
+        if exit_code is None:
+            exit_code = 137
+        return make_result(cap, exit_code, timed_out, duration, flooded.is_set())
+
+    def _read_frames(self, sock, cap: OutputCap, done: threading.Event, flooded: threading.Event) -> None:
+        """Reader thread: parse the engine's multiplexed frames (8-byte header: stream, 0,0,0, big-endian size)."""
+        buf = bytearray()
+        try:
+            while True:
+                try:
+                    chunk = sock.recv(1 << 16)
+                except TimeoutError:  # the client's socket timeout (docker-py#3124); keep waiting
+                    continue
+                if not chunk:
+                    break
+                buf += chunk
+                while len(buf) >= 8:
+                    size = struct.unpack(">I", buf[4:8])[0]
+                    if len(buf) < 8 + size:
+                        break
+                    if buf[0] in (1, 2) and not flooded.is_set():
+                        cap.feed(bytes(buf[8:8 + size]))
+                        if cap.total > self.config.output_kill_bytes:
+                            flooded.set()
+                    del buf[:8 + size]
+        except OSError:
+            pass
+        finally:
+            done.set()
+
+    def _exit_code(self, exec_id: str) -> int | None:
+        """ExitCode from exec_inspect, polling briefly while the engine finishes bookkeeping."""
+        for _ in range(40):
+            try:
+                info = self.client.api.exec_inspect(exec_id)
+            except Exception:
+                return None
+            if not info.get("Running") and info.get("ExitCode") is not None:
+                return int(info["ExitCode"])
+            time.sleep(0.025)
+        return None
+
+    def _kill_agent_processes(self) -> None:
+        """Watchdog: `kill -9 -1` as the agent uid kills every agent process (not the keep-alive, another uid)."""
+        try:
+            self._raw_exec("kill -9 -1")
+        except Exception:
+            self.kill()
+
+    def _raw_exec(self, script: str) -> tuple[int, bytes]:
+        """A short bash script as the agent uid without the `timeout` wrapper (which `kill -9 -1` would kill)."""
+        uid = self.config.agent_uid
+        res = self.client.api.exec_create(self.id, ["bash", "-c", script], user=f"{uid}:{uid}")
+        out = self.client.api.exec_start(res["Id"])
+        return self._exit_code(res["Id"]) or 0, out
+
+    # ------------------------------------------------------------------ lifecycle
+    def _check_open(self) -> None:
+        if self._closed:
+            raise SandboxDead(f"sandbox {self.id[:12]} is closed")
+
+    def reset(self) -> None:
+        """Kill every agent process and wipe /workspace and /tmp, so a warm container can serve a new task."""
+        self._check_open()
+        try:
+            code, out = self._raw_exec(WIPE_SCRIPT)
+        except Exception as e:
+            _dead_or_raise(e, self.id)
+        if code != 0 or out.strip():
+            raise SandboxError(f"reset of {self.id[:12]} failed (exit {code}): {out[-300:]!r}")
+
+    def alive(self, quick: bool = False) -> bool:
+        """True when the container runs (quick: inspect only) and answers an exec."""
+        if self._closed:
+            return False
+        try:
+            if not self.client.api.inspect_container(self.id)["State"]["Running"]:
+                return False
+            if quick:
+                return True
+            return self.exec(["true"], timeout=10).exit_code == 0
+        except Exception:
+            return False
+
+    def kill(self) -> None:
+        """Kill and remove the container now (auto_remove finishes the removal)."""
+        try:
+            remove_container(self.client, self.id)
+        except Exception:
+            pass
+
+    def close(self) -> None:
+        """Remove the container; idempotent."""
+        if not self._closed:
+            self._closed = True
+            self.kill()
+
+    def __enter__(self) -> DockerSandbox:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"DockerSandbox({self.id[:12]}, image={self.image})"
+
+
+def _send_stdin(sock: socket.socket, data: bytes) -> None:
+    """Writer thread: send stdin then half-close, so the reader can drain output meanwhile (no deadlock)."""
+    try:
+        sock.sendall(data)
+        sock.shutdown(socket.SHUT_WR)
+    except OSError:
+        pass

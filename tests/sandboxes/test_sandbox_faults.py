@@ -1,0 +1,148 @@
+"""Infrastructure faults: a container killed mid-exec, an engine that is missing or hangs, a trainer killed with
+SIGKILL or SIGTERM, and 16 sandboxes running pytest at once on a 2-core machine."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+from agentrl.sandboxes import SandboxPool, reaper
+from agentrl.sandboxes.docker_backend import DockerSandbox, DockerUnavailable, docker_client
+from sandbox_helpers import needs_bwrap, needs_docker, small_config
+
+from agentrl.errors import AgentRLError, SandboxDead
+
+pytestmark = pytest.mark.docker
+
+
+@needs_docker
+def test_container_killed_mid_exec_raises_sandbox_dead_and_pool_recovers():
+    with SandboxPool(small_config(), backend="docker", warm=1, max_concurrency=2) as pool:
+        sb = pool.acquire()
+        threading.Timer(0.7, lambda: docker_client().api.kill(sb.id)).start()
+        with pytest.raises(SandboxDead):
+            sb.exec("sleep 20", timeout=15)
+        with pytest.raises(SandboxDead):
+            sb.exec("echo after")
+        pool.release(sb)  # reset fails -> retired, not returned to the pool
+        with pool.sandbox() as fresh:
+            assert fresh.id != sb.id and fresh.exec("echo ok").output == "ok\n"
+        assert pool.stats["retired"] >= 1
+
+
+@needs_docker
+def test_missing_engine_fails_fast_with_a_clear_error(monkeypatch):
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/agentrl-test.sock")
+    t0 = time.monotonic()
+    with pytest.raises(DockerUnavailable, match="scripts/ensure_docker.sh") as e:
+        DockerSandbox(small_config())
+    assert isinstance(e.value, AgentRLError) and time.monotonic() - t0 < 5
+
+
+def test_hanging_engine_fails_within_the_ping_timeout(monkeypatch, tmp_path):
+    """A socket that accepts but never answers must not hang the caller."""
+    path = str(tmp_path / "silent.sock")
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(path)
+    server.listen(8)
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{path}")
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(DockerUnavailable):
+            docker_client(ping_timeout=1.0)
+        assert time.monotonic() - t0 < 5
+    finally:
+        server.close()
+
+
+CHILD = """
+import os, signal, sys, time
+from agentrl.sandboxes import sandbox_factory
+from agentrl.sandboxes.base import SandboxConfig
+sb = sandbox_factory(sys.argv[1], SandboxConfig(memory_mb=256, workspace_mb=64, tmp_mb=32, ttl_s=float(sys.argv[2])))()
+print(sb.id, flush=True)
+os.kill(os.getpid(), getattr(signal, sys.argv[3]))
+time.sleep(30)
+"""
+
+
+def _run_child(backend: str, ttl: float, sig: str) -> str:
+    """Start a 'trainer' that creates one sandbox and then dies of `sig`; return the sandbox id."""
+    env = {**os.environ, "AGENTRL_SANDBOX_SESSION": reaper.SESSION_ID}
+    out = subprocess.run([sys.executable, "-c", CHILD, backend, str(ttl), sig], capture_output=True, env=env,
+                         timeout=60)
+    return out.stdout.decode().split()[0]
+
+
+def _container_exists(cid: str) -> bool:
+    return bool(docker_client().api.containers(all=True, filters={"id": cid}))
+
+
+@needs_docker
+def test_sigkilled_trainer_container_removes_itself_after_ttl():
+    cid = _run_child("docker", ttl=3, sig="SIGKILL")
+    assert _container_exists(cid)
+    deadline = time.monotonic() + 15
+    while _container_exists(cid) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not _container_exists(cid)
+
+
+@needs_docker
+def test_reaper_removes_containers_of_dead_owners_only():
+    cid = _run_child("docker", ttl=600, sig="SIGKILL")
+    with DockerSandbox(small_config()) as mine:
+        assert _container_exists(cid)
+        removed = reaper.reap(bwrap=False)
+        assert cid[:12] in removed and mine.id[:12] not in removed
+        assert not _container_exists(cid) and mine.alive()
+
+
+@needs_docker
+def test_sigterm_sweeps_the_trainers_sandboxes():
+    cid = _run_child("docker", ttl=600, sig="SIGTERM")
+    assert not _container_exists(cid)
+
+
+@needs_bwrap
+def test_reaper_removes_bwrap_folders_of_dead_owners():
+    sid = _run_child("bwrap", ttl=600, sig="SIGKILL")
+    d = reaper.BWRAP_DIR / sid
+    assert d.is_dir() and os.path.ismount(d / "mnt")
+    assert sid in reaper.reap(docker=False)
+    assert not d.exists()
+
+
+@needs_docker
+@pytest.mark.slow
+def test_sixteen_concurrent_sandboxes_run_pytest():
+    files = {f"test_m{i}.py": f"def test_a():\n    assert {i} + 1 == {i + 1}\n" for i in range(5)}
+    errors: list[BaseException] = []
+    outputs: list[str] = []
+    config = small_config(memory_mb=256, workspace_mb=64, tmp_mb=32, timeout_s=120)
+    with SandboxPool(config, backend="docker", warm=0, max_concurrency=16, creates_in_flight=4) as pool:
+        def job() -> None:
+            try:
+                with pool.sandbox() as sb:
+                    sb.upload_tree(files, "/workspace/repo")
+                    r = sb.exec("python3 -m pytest -q -p no:cacheprovider", cwd="/workspace/repo", timeout=120)
+                    assert r.exit_code == 0, r.output
+                    outputs.append(r.output)
+            except BaseException as e:
+                errors.append(e)
+
+        threads = [threading.Thread(target=job) for _ in range(16)]
+        t0 = time.monotonic()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        print(f"16 concurrent pytest sandboxes: {time.monotonic() - t0:.1f} s")
+    assert not errors, errors[:3]
+    assert len(outputs) == 16 and all("5 passed" in o for o in outputs)
+
