@@ -183,3 +183,57 @@ class Trajectory:
     def from_json(cls, line: str) -> Trajectory:
         """Parse one JSONL line written by to_json."""
         return cls.from_dict(json.loads(line))
+
+    def render(self, tokenizer: Any = None, *, max_chars: int | None = None) -> str:
+        """Readable text of the trajectory with prompt, action and observation spans marked (to debug masks).
+
+        With a tokenizer, every span is decoded from the token ids, so what you read is exactly what the
+        trainer sees; action spans (loss_mask 1) are shown as ``>>> action`` with their mean behaviour logprob.
+        Without one, the turns' stored texts are shown instead.
+
+        Args:
+            tokenizer: a Hugging Face tokenizer to decode token ids, or None.
+            max_chars: cut each span's text to this many characters (None: no limit).
+        """
+        def clip(text: str) -> str:
+            if max_chars is None or len(text) <= max_chars:
+                return text
+            return text[:max_chars] + f"... [{len(text) - max_chars} more chars]"
+
+        lines = [
+            f"=== trajectory {self.id} env={self.env_id} task={self.task_id} group={self.group_id}",
+            f"    reward={self.reward} termination={self.termination.value} segments={len(self.segments)} "
+            f"tokens={self.num_tokens} action_tokens={self.num_action_tokens} turns={len(self.turns)}",
+        ]
+        if tokenizer is None:
+            for i, turn in enumerate(self.turns):
+                lines.append(f"--- >>> action (turn {i}, finish={turn.finish_reason})")
+                lines.append(clip(turn.action_text))
+                lines.append(f"--- <<< observation (turn {i})")
+                lines.append(clip(turn.observation_text))
+            return "\n".join(lines)
+        turn_of = {(t.segment, t.action_span[0]): i for i, t in enumerate(self.turns)}
+        for s, seg in enumerate(self.segments):
+            lines.append(f"=== segment {s}: {len(seg)} tokens, {seg.num_action_tokens} action tokens")
+            start = 0
+            while start < len(seg):
+                end = start
+                while end < len(seg) and seg.loss_mask[end] == seg.loss_mask[start]:
+                    end += 1
+                text = tokenizer.decode(seg.token_ids[start:end], skip_special_tokens=False)
+                if seg.loss_mask[start]:
+                    lps = seg.behaviour_logprobs[start:end]
+                    turn = turn_of.get((s, start))
+                    label = f">>> action [{start}:{end}] mask=1" + (f" turn {turn}" if turn is not None else "")
+                    label += f" mean_logprob={sum(lps) / len(lps):.3f} versions={sorted(set(seg.versions[start:end]))}"
+                else:
+                    kind = "prompt" if start == 0 else "observation"
+                    label = f"<<< {kind} [{start}:{end}] mask=0"
+                lines.append(f"--- {label}")
+                lines.append(clip(text))
+                start = end
+        last = self.turns[-1] if self.turns else None
+        if last and last.observation_span[0] == last.observation_span[1] and last.segment == len(self.segments) - 1:
+            lines.append("--- <<< final observation (not tokenized)")
+            lines.append(clip(last.observation_text))
+        return "\n".join(lines)

@@ -1,0 +1,170 @@
+"""Environment registry: envs register with gymnasium as ``agentrl/<name>-v<version>`` and are made by name.
+
+    agentrl.make("calc")                      # the env itself (no gymnasium wrappers, see make)
+    gymnasium.make("agentrl/calc-v0")         # the same env, wrapped by gymnasium's checker/order enforcer
+
+Built-in envs register in ``agentrl/envs/__init__.py`` (string entry points, so nothing is imported before
+`make`). Third-party packages plug in through the entry-point group ``agentrl.envs``; in their
+pyproject.toml::
+
+    [project.entry-points."agentrl.envs"]
+    my_env = "my_pkg.envs:MyEnv"
+
+Importing this module (or calling any function here) registers the built-ins and the plugins. To use
+`gymnasium.make` without touching agentrl first, name the module: ``gymnasium.make("agentrl.envs:agentrl/calc-v0")``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import importlib.metadata
+import inspect
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import gymnasium
+
+from agentrl.errors import UnknownEnv
+
+NAMESPACE = "agentrl"
+ENTRY_POINT_GROUP = "agentrl.envs"
+
+log = logging.getLogger(__name__)
+
+_envs: dict[str, tuple[str, str | Callable[..., Any], str | None]] = {}
+"""name -> (gymnasium id, entry point, description or None to read it from the env class docstring)."""
+_loaded = False
+
+
+def gym_id(name: str, version: int = 0) -> str:
+    """The gymnasium id of an agentrl env name: "calc" -> "agentrl/calc-v0"."""
+    return f"{NAMESPACE}/{name}-v{version}"
+
+
+def register(name: str, entry_point: str | Callable[..., Any], *, description: str | None = None,
+             version: int = 0, kwargs: dict[str, Any] | None = None, **gym_kwargs: Any) -> str:
+    """Register an env under ``agentrl/<name>-v<version>`` with gymnasium and in agentrl's table.
+
+    Args:
+        name: the short name used by `agentrl.make` and `agentrl envs` (e.g. "calc").
+        entry_point: "package.module:EnvClass" (imported only when the env is made) or the class/callable.
+        description: one line for `agentrl envs`; default: the first line of the env class docstring.
+        version: the gymnasium version suffix.
+        kwargs: default keyword arguments for the env constructor.
+        **gym_kwargs: passed on to `gymnasium.register` (e.g. nondeterministic=True).
+
+    Returns:
+        The gymnasium id.
+    """
+    env_id = gym_id(name, version)
+    spec = gymnasium.envs.registry.get(env_id)
+    if spec is None or spec.entry_point != entry_point or (spec.kwargs or {}) != (kwargs or {}):
+        if spec is not None:
+            del gymnasium.envs.registry[env_id]  # re-registration replaces, without gymnasium's warning
+        gymnasium.register(id=env_id, entry_point=entry_point, kwargs=kwargs or {}, **gym_kwargs)
+    _envs[name] = (env_id, entry_point, description)
+    return env_id
+
+
+def load_plugins() -> list[str]:
+    """Register the envs of installed packages (entry-point group "agentrl.envs"); returns their names."""
+    names = []
+    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        if ":" not in ep.value:
+            log.warning('ignoring agentrl.envs entry point %s = "%s": expected "module:EnvClass"', ep.name, ep.value)
+            continue
+        register(ep.name, ep.value)
+        names.append(ep.name)
+    return names
+
+
+def _ensure_loaded() -> None:
+    """Register built-in and plugin envs once."""
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    from agentrl.envs import register_builtin_envs
+
+    register_builtin_envs()
+    load_plugins()
+
+
+def registered_env_ids() -> list[str]:
+    """The gymnasium ids of all registered agentrl envs, sorted (e.g. ["agentrl/calc-v0", ...])."""
+    _ensure_loaded()
+    return sorted(env_id for env_id, _, _ in _envs.values())
+
+
+def _load(entry_point: str | Callable[..., Any]) -> Any:
+    if callable(entry_point):
+        return entry_point
+    module, _, attr = entry_point.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def _first_doc_line(obj: Any) -> str:
+    doc = inspect.getdoc(obj) or ""
+    return doc.strip().splitlines()[0] if doc.strip() else ""
+
+
+def env_descriptions() -> dict[str, tuple[str, str]]:
+    """{name: (gymnasium id, one-line description)} for every registered env (used by `agentrl envs`)."""
+    _ensure_loaded()
+    rows = {}
+    for name, (env_id, entry_point, description) in _envs.items():
+        if description is None:
+            try:
+                description = _first_doc_line(_load(entry_point))
+            except Exception as e:  # a broken plugin must not break the listing
+                description = f"(cannot import {entry_point}: {type(e).__name__}: {e})"
+        rows[name] = (env_id, description)
+    return rows
+
+
+def _lookup(name: str) -> str | None:
+    for short, (env_id, _, _) in _envs.items():
+        if name in (short, env_id, env_id.split("/", 1)[1]):
+            return env_id
+    return None
+
+
+def resolve(name: str) -> str:
+    """The gymnasium id for "calc", "calc-v0" or "agentrl/calc-v0"; raises UnknownEnv with a suggestion."""
+    _ensure_loaded()
+    env_id = _lookup(name)
+    if env_id is None:
+        load_plugins()  # a package installed since the first lookup
+        env_id = _lookup(name)
+    if env_id is None:
+        known = sorted(_envs)
+        close = difflib.get_close_matches(name.removeprefix(f"{NAMESPACE}/").split("-v")[0], known, n=1)
+        hint = f' Did you mean "{close[0]}"?' if close else ""
+        raise UnknownEnv(f'"{name}" is not registered.{hint} Known envs: {", ".join(known) or "none"}. '
+                         'Run "agentrl envs" to list them.')
+    return env_id
+
+
+def make(name: str, **kwargs: Any) -> Any:
+    """Create a registered env by name.
+
+    Returns the env itself (``.unwrapped``), not gymnasium's wrapper stack: the agent loop calls AgentEnv
+    methods (`areset`, `astep`, `expert_action`) that gymnasium 1.x wrappers do not forward, and it enforces
+    its own turn limit. Use `gymnasium.make` for the wrapped env.
+
+    Args:
+        name: "calc", "calc-v0" or "agentrl/calc-v0".
+        **kwargs: keyword arguments for the env constructor (override the registered defaults).
+
+    Returns:
+        The AgentEnv instance (its `.spec` is set).
+
+    Raises:
+        UnknownEnv: the name is not registered (the message suggests the closest known name).
+    """
+    return gymnasium.make(resolve(name), disable_env_checker=True, **kwargs).unwrapped
+
+
+_ensure_loaded()

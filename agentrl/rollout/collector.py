@@ -1,0 +1,102 @@
+"""Run many episodes concurrently (asyncio), in GRPO groups, bounded by a semaphore.
+
+A group is `group_size` episodes of the same task: every env is reset with the group's seed (and options),
+so they share the task and differ only in what the policy samples. Each episode gets its own env instance,
+closed afterwards. Episodes whose termination maps to FailureAction.RETRY are run again up to `max_retries`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections import Counter
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from agentrl.rollout.agent_loop import LoopConfig, as_renderer, run_episode
+from agentrl.rollout.engine import Engine
+from agentrl.types import FAILURE_POLICY, FailureAction, TerminationReason, Trajectory
+
+EnvFactory = Callable[[], Any] | str
+"""A zero-argument callable returning a fresh AgentEnv, or a registered env name for agentrl.make."""
+
+
+def _make_env(env_factory: EnvFactory) -> Any:
+    if isinstance(env_factory, str):
+        from agentrl.registry import make
+
+        return make(env_factory)
+    return env_factory()
+
+
+async def _close(env: Any) -> None:
+    try:
+        await asyncio.to_thread(env.close)
+    except Exception:  # a failing close must not lose the trajectory; the env's own logs say why
+        pass
+
+
+async def _one(env_factory: EnvFactory, engine: Engine | None, renderer: Any, cfg: LoopConfig, *, seed: int | None,
+               options: dict | None, expert: bool, group_id: str, semaphore: asyncio.Semaphore,
+               max_retries: int) -> Trajectory:
+    """One episode of a group (with retries); an env that cannot be built ends as env_error."""
+    for attempt in range(max_retries + 1):
+        async with semaphore:
+            try:
+                env = await asyncio.to_thread(_make_env, env_factory)
+            except Exception as e:
+                traj = Trajectory(id=uuid.uuid4().hex, group_id=group_id, env_id=str(env_factory), task_id="",
+                                  termination=TerminationReason.ENV_ERROR,
+                                  metrics={"termination_detail": f"creating the env failed: {type(e).__name__}: {e}"})
+            else:
+                try:
+                    traj = await run_episode(env, engine, renderer, cfg, seed=seed, options=options, expert=expert,
+                                             group_id=group_id)
+                finally:
+                    await _close(env)
+        traj.metrics["rollout/retries"] = attempt
+        if FAILURE_POLICY[traj.termination] is not FailureAction.RETRY:
+            break
+    return traj
+
+
+async def collect_group(env_factory: EnvFactory, engine: Engine | None, tokenizer: Any, *, seed: int | None,
+                        group_size: int, cfg: LoopConfig | None = None, options: dict | None = None,
+                        expert: bool = False, semaphore: asyncio.Semaphore | None = None,
+                        group_id: str | None = None, max_retries: int = 0) -> list[Trajectory]:
+    """`group_size` concurrent episodes of one task (all envs reset with `seed`); one Trajectory each."""
+    renderer = as_renderer(tokenizer)
+    group_id = group_id or uuid.uuid4().hex
+    semaphore = semaphore or asyncio.Semaphore(group_size)
+    return list(await asyncio.gather(*(
+        _one(env_factory, engine, renderer, cfg or LoopConfig(), seed=seed, options=options, expert=expert,
+             group_id=group_id, semaphore=semaphore, max_retries=max_retries)
+        for _ in range(group_size))))
+
+
+async def collect(env_factory: EnvFactory, engine: Engine | None, tokenizer: Any, seeds: Sequence[int], *,
+                  group_size: int, cfg: LoopConfig | None = None, max_concurrency: int = 16,
+                  options: dict | None = None, expert: bool = False, max_retries: int = 0) -> list[list[Trajectory]]:
+    """One group per seed, all running concurrently with at most `max_concurrency` episodes at a time."""
+    renderer = as_renderer(tokenizer)
+    semaphore = asyncio.Semaphore(max_concurrency)
+    return list(await asyncio.gather(*(
+        collect_group(env_factory, engine, renderer, seed=seed, group_size=group_size, cfg=cfg, options=options,
+                      expert=expert, semaphore=semaphore, max_retries=max_retries)
+        for seed in seeds)))
+
+
+def summarize(trajectories: Sequence[Trajectory]) -> dict[str, float]:
+    """Rollout metrics over trajectories: counts per termination reason, means of reward, turns, tokens, forks."""
+    n = len(trajectories)
+    out: dict[str, float] = {f"termination/{r.value}": 0 for r in TerminationReason}
+    out.update({f"termination/{r.value}": c for r, c in Counter(t.termination for t in trajectories).items()})
+    if not n:
+        return out
+    out["rollout/episodes"] = n
+    out["rollout/reward_mean"] = sum(t.reward for t in trajectories) / n
+    for key in ("rollout/turns", "rollout/tokens", "rollout/action_tokens", "timing/episode_s"):
+        out[key + "_mean"] = sum(t.metrics.get(key, 0) for t in trajectories) / n
+    for key in ("rollout/forks", "rollout/format_errors", "rollout/retries", "rollout/length_truncated_actions"):
+        out[key] = sum(t.metrics.get(key, 0) for t in trajectories)
+    return out

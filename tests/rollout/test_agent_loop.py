@@ -1,0 +1,259 @@
+"""The agent loop and collector: every termination reason is reachable and mapped, failures never crash a
+run (a crashing env is an env_error trajectory, rllm#176), budgets hold, the expert path tokenizes actions
+as the model must produce them, and concurrency stays under the semaphore."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from agentrl.agent_env import AgentEnv
+from agentrl.errors import SandboxDead
+from agentrl.models import load_tokenizer
+from agentrl.rollout.agent_loop import LoopConfig, run_episode
+from agentrl.rollout.chat import ChatRenderer
+from agentrl.rollout.collector import collect, collect_group, summarize
+from agentrl.tool_calls import format_call, function_tool
+from agentrl.types import FAILURE_POLICY, TerminationReason, Trajectory, system, tool, user
+
+from .scripted_engine import ScriptedEngine
+
+ROOT = Path(__file__).resolve().parents[2]
+TR = TerminationReason
+
+
+@functools.cache
+def renderer() -> ChatRenderer:
+    return ChatRenderer(load_tokenizer("tiny"))
+
+
+def say(text: str, closed: bool = True) -> list[int]:
+    """The ids a model samples to say `text` (with the end-of-turn token unless cut off)."""
+    r = renderer()
+    return r.tokenizer.encode(text, add_special_tokens=False) + ([r.eot_token_id] if closed else [])
+
+
+class ProbeEnv(AgentEnv):
+    """A configurable env for loop tests: finishes after `done_after` steps, or misbehaves as asked."""
+
+    tools = [function_tool("noop", "Do nothing.", {})]
+
+    def __init__(self, done_after=None, *, fail=None, format_errors=False, sleep_s=0.0, obs_text="ok",
+                 truncate_after=None, info=None):
+        self.done_after, self.fail, self.format_errors = done_after, fail, format_errors
+        self.sleep_s, self.obs_text, self.truncate_after, self.info = sleep_s, obs_text, truncate_after, info or {}
+        self.active = 0
+        self.max_active = 0
+        self.lock = threading.Lock()
+        self.closed = 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        if self.fail == "reset":
+            raise RuntimeError("reset exploded")
+        self.steps = 0
+        return [system("sys"), user(f"task {seed}")], {"task_id": f"t{seed}"}
+
+    def step(self, action):
+        with self.lock:
+            self.active += 1
+            self.max_active = max(self.max_active, self.active)
+        try:
+            time.sleep(self.sleep_s)
+            self.steps += 1
+            if self.fail == "step":
+                raise ValueError("step exploded")
+            if self.fail == "sandbox":
+                raise SandboxDead("container gone")
+            if self.fail == "shape":
+                return "not a tuple"
+            done = self.done_after is not None and self.steps >= self.done_after
+            truncated = self.truncate_after is not None and self.steps >= self.truncate_after
+            info = {**self.info, "format_error": self.format_errors, "obj": object()}
+            return [tool(self.obs_text)], 0.5 if not done else 1.0, done, truncated, info
+        finally:
+            with self.lock:
+                self.active -= 1
+
+    def expert_action(self):
+        return format_call("noop", {}) if self.steps < (self.done_after or 1) else None
+
+    def close(self):
+        self.closed += 1
+
+
+def run(env, engine, cfg=None, **kw) -> Trajectory:
+    return asyncio.run(run_episode(env, engine, renderer(), cfg or LoopConfig(max_new_tokens=16), seed=1, **kw))
+
+
+SCENARIOS = {
+    TR.DONE: lambda: (ProbeEnv(done_after=2), ScriptedEngine([say("a")]), LoopConfig()),
+    TR.MAX_TURNS: lambda: (ProbeEnv(), ScriptedEngine([say("a")]), LoopConfig(max_turns=3)),
+    TR.MAX_TOKENS: lambda: (ProbeEnv(obs_text="x " * 200), ScriptedEngine([say("a")]),
+                            LoopConfig(max_context_tokens=200)),
+    TR.TIMEOUT: lambda: (ProbeEnv(sleep_s=0.3), ScriptedEngine([say("a")]), LoopConfig(timeout_s=0.5)),
+    TR.FORMAT_ERRORS: lambda: (ProbeEnv(format_errors=True), ScriptedEngine([say("a")]),
+                               LoopConfig(max_format_errors=2)),
+    TR.ENV_ERROR: lambda: (ProbeEnv(fail="step"), ScriptedEngine([say("a")]), LoopConfig()),
+    TR.SANDBOX_ERROR: lambda: (ProbeEnv(fail="sandbox"), ScriptedEngine([say("a")]), LoopConfig()),
+    TR.ENGINE_ERROR: lambda: (ProbeEnv(), ScriptedEngine([say("a")], fail_calls=[1]), LoopConfig()),
+}
+
+
+@pytest.mark.parametrize("reason", list(TerminationReason), ids=str)
+def test_every_termination_reason_is_reachable_and_has_a_failure_policy(reason):
+    assert reason in SCENARIOS, f"no scenario reaches {reason}"
+    env, engine, cfg = SCENARIOS[reason]()
+    traj = run(env, engine, cfg)
+    assert traj.termination is reason, traj.metrics["termination_detail"]
+    assert reason in FAILURE_POLICY
+    assert Trajectory.from_json(traj.to_json()) == traj  # every ending still yields a serializable trajectory
+
+
+@pytest.mark.parametrize("fail, detail", [("reset", "RuntimeError: reset exploded"),
+                                          ("step", "ValueError: step exploded"),
+                                          ("shape", "TypeError: step returned str; expected (messages, reward, terminated, truncated, info)")])
+def test_crashing_env_yields_env_error_not_a_crashed_run(fail, detail):
+    traj = run(ProbeEnv(fail=fail), ScriptedEngine([say("a")]))
+    assert traj.termination is TR.ENV_ERROR
+    assert traj.metrics["termination_detail"].startswith(detail)
+    if fail == "step":  # the action sampled before the crash is kept
+        assert traj.num_action_tokens == len(say("a"))
+
+
+def test_engine_abort_is_engine_error_and_keeps_no_partial_action():
+    traj = run(ProbeEnv(), ScriptedEngine([say("a")], abort_calls=[0]))
+    assert traj.termination is TR.ENGINE_ERROR and traj.num_action_tokens == 0
+
+
+def test_env_truncation_and_explicit_termination_reasons_are_mapped():
+    assert run(ProbeEnv(truncate_after=1), ScriptedEngine([say("a")])).termination is TR.MAX_TURNS
+    env = ProbeEnv(done_after=1, info={"termination": "format_errors"})
+    assert run(env, ScriptedEngine([say("a")])).termination is TR.FORMAT_ERRORS
+
+
+def test_format_errors_must_be_consecutive_and_are_counted():
+    traj = run(ProbeEnv(format_errors=True), ScriptedEngine([say("a")]), LoopConfig(max_format_errors=3))
+    assert len(traj.turns) == 3 and traj.metrics["rollout/format_errors"] == 3
+
+
+def test_generation_is_capped_by_the_context_budget_and_the_sequence_never_exceeds_it():
+    env, engine = ProbeEnv(obs_text="word " * 20), ScriptedEngine([say("b" * 200, closed=False)])
+    prompt_len = len(renderer().ids([system("sys"), user("task 1")], True))
+    cfg = LoopConfig(max_context_tokens=prompt_len + 60, max_new_tokens=1000, max_turns=5)
+    traj = run(env, engine, cfg)
+    assert engine.sampling[0].max_new_tokens == 60
+    assert traj.termination is TR.MAX_TOKENS and traj.num_tokens <= cfg.max_context_tokens
+    assert traj.turns[0].finish_reason == "length" and traj.metrics["rollout/length_truncated_actions"] >= 1
+
+
+def test_prompt_too_long_ends_as_max_tokens_before_generating():
+    engine = ScriptedEngine([say("a")])
+    traj = run(ProbeEnv(), engine, LoopConfig(max_context_tokens=5))
+    assert traj.termination is TR.MAX_TOKENS and engine.prompts == []
+
+
+def test_env_sees_whether_the_action_was_cut_off():
+    env = ProbeEnv()
+    run(env, ScriptedEngine([say("abc " * 50, closed=False)]), LoopConfig(max_turns=1, max_new_tokens=8))
+    assert env.last_action_truncated is True
+    run(env, ScriptedEngine([say("a")]), LoopConfig(max_turns=1))
+    assert env.last_action_truncated is False
+
+
+def test_reward_is_summed_info_made_json_safe_and_timings_recorded():
+    traj = run(ProbeEnv(done_after=3), ScriptedEngine([say("a")]))
+    assert traj.reward == 0.5 + 0.5 + 1.0 and traj.task_id == "t1"
+    assert traj.reward_info["obj"].startswith("<object object")
+    assert all(set(t.timings) == {"generate_s", "env_s"} for t in traj.turns)
+    assert traj.metrics["timing/episode_s"] >= traj.metrics["timing/env_s"]
+    assert traj.metrics["rollout/turns"] == 3 and traj.metrics["rollout/forks"] == 0
+
+
+def test_expert_actions_are_content_plus_end_of_turn_with_mask_one_logprob_zero_version_minus_one():
+    env = ProbeEnv(done_after=2)
+    traj = run(env, None, expert=True)
+    r = renderer()
+    expected = r.action_ids(format_call("noop", {}))
+    assert expected[-1] == r.eot_token_id
+    seg = traj.segments[0]
+    for turn in traj.turns:
+        a, b = turn.action_span
+        assert seg.token_ids[a:b] == expected
+        assert seg.loss_mask[a:b] == [1] * len(expected)
+        assert seg.behaviour_logprobs[a:b] == [0.0] * len(expected) and seg.versions[a:b] == [-1] * len(expected)
+    assert traj.termination is TR.DONE and traj.reward == 1.5 and traj.metrics["expert"] is True
+
+
+def test_expert_without_action_is_env_error_and_loop_without_engine_is_refused():
+    traj = run(ProbeEnv(done_after=1), None, LoopConfig(max_turns=3), expert=True)
+    assert traj.termination is TR.DONE
+    env = ProbeEnv()
+    env.expert_action = lambda: None
+    assert run(env, None, expert=True).termination is TR.ENV_ERROR
+    with pytest.raises(ValueError, match="needs an engine unless expert=True"):
+        run(ProbeEnv(), None)
+
+
+def test_collect_group_shares_task_and_group_and_closes_envs():
+    envs = []
+
+    def factory():
+        envs.append(ProbeEnv(done_after=1))
+        return envs[-1]
+
+    group = asyncio.run(collect_group(factory, ScriptedEngine([say("a")]), renderer(), seed=7, group_size=4))
+    assert len(group) == 4 and {t.task_id for t in group} == {"t7"} and len({t.group_id for t in group}) == 1
+    assert len({t.id for t in group}) == 4 and [e.closed for e in envs] == [1, 1, 1, 1]
+
+
+def test_concurrency_is_bounded_by_the_semaphore():
+    shared = ProbeEnv(done_after=2, sleep_s=0.05)
+    shared.close = lambda: None
+    engine = ScriptedEngine([say("a")], delay_s=0.02)
+    groups = asyncio.run(collect(lambda: shared, engine, renderer(), seeds=[1, 2, 3], group_size=2,
+                                 max_concurrency=2))
+    assert [len(g) for g in groups] == [2, 2, 2]
+    assert shared.max_active == 2  # episodes overlapped, but never more than two at a time
+
+
+def test_retry_policy_reruns_engine_errors_and_a_failing_factory_is_env_error():
+    engine = ScriptedEngine([say("a")], fail_calls=[0])
+    [traj] = asyncio.run(collect_group(lambda: ProbeEnv(done_after=1), engine, renderer(), seed=0, group_size=1,
+                                       max_retries=1))
+    assert traj.termination is TR.DONE and traj.metrics["rollout/retries"] == 1
+
+    def broken():
+        raise OSError("no such dataset")
+
+    [traj] = asyncio.run(collect_group(broken, engine, renderer(), seed=0, group_size=1))
+    assert traj.termination is TR.ENV_ERROR and "no such dataset" in traj.metrics["termination_detail"]
+    metrics = summarize([traj])
+    assert metrics["termination/env_error"] == 1 and metrics["termination/done"] == 0
+
+
+def test_summarize_counts_terminations_and_averages():
+    trajs = [run(ProbeEnv(done_after=1), ScriptedEngine([say("a")])),
+             run(ProbeEnv(fail="step"), ScriptedEngine([say("a")]))]
+    m = summarize(trajs)
+    assert m["termination/done"] == 1 and m["termination/env_error"] == 1 and m["rollout/episodes"] == 2
+    assert m["rollout/reward_mean"] == 0.5 and m["rollout/turns_mean"] == 1.0
+
+
+@pytest.mark.slow
+def test_custom_env_example_runs_end_to_end_against_the_tiny_model():
+    """examples/custom_env.py: registered with gymnasium, run by the embedded engine, then by the expert."""
+    out = subprocess.run([sys.executable, str(ROOT / "examples" / "custom_env.py")], capture_output=True, text=True,
+                         timeout=300, cwd=ROOT)
+    assert out.returncode == 0, out.stderr[-2000:]
+    headers = [line for line in out.stdout.splitlines() if line.startswith("    reward=")]
+    assert len(headers) == 2, out.stdout[-2000:]
+    assert "reward=1.0 termination=done" in headers[1]  # binary search finds the number within 7 turns
+    assert "env=agentrl/guess-v0" in out.stdout and ">>> action" in out.stdout
