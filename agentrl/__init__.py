@@ -30,3 +30,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = list(_LAZY)
+
+# Register the built-in envs with gymnasium (string entry points: nothing heavy is imported), so that
+# `import agentrl; gymnasium.make("agentrl/calc-v0")` works as well as `agentrl.make("calc")`.
+import agentrl.envs  # noqa: E402,F401
