@@ -115,6 +115,11 @@ def _json_safe(d: dict) -> dict:
     return out
 
 
+def turn_seed(sampling_seed: int, turn: int) -> int:
+    """The sampling seed of one turn: a stable 31-bit mix of the episode's seed and the turn number."""
+    return (sampling_seed * 1_000_003 + turn * 7_919 + 1) & 0x7FFFFFFF
+
+
 def as_renderer(tokenizer: Any) -> ChatRenderer:
     """A ChatRenderer for a tokenizer (passed through if it already is one)."""
     return tokenizer if isinstance(tokenizer, ChatRenderer) else ChatRenderer(tokenizer)
@@ -122,11 +127,14 @@ def as_renderer(tokenizer: Any) -> ChatRenderer:
 
 async def run_episode(env, engine: Engine | None, tokenizer: Any, cfg: LoopConfig | None = None, *,
                       seed: int | None = None, options: dict | None = None, expert: bool = False,
-                      group_id: str = "", trajectory_id: str | None = None) -> Trajectory:
+                      group_id: str = "", trajectory_id: str | None = None,
+                      sampling_seed: int | None = None) -> Trajectory:
     """Run one episode and return its Trajectory; env, engine and budget failures end it, never raise.
 
     `tokenizer` may be a ChatRenderer (to reuse one, or to use another chat template). With expert=True the
-    engine is not used (may be None) and actions come from env.expert_action().
+    engine is not used (may be None) and actions come from env.expert_action(). With `sampling_seed`, turn k
+    samples with seed hash(sampling_seed, k), so an episode's samples do not depend on request scheduling
+    (resumed runs reproduce them); without it the engine picks seeds.
     """
     cfg, renderer = cfg or LoopConfig(), as_renderer(tokenizer)
     spec = getattr(env, "spec", None)
@@ -157,6 +165,8 @@ async def run_episode(env, engine: Engine | None, tokenizer: Any, cfg: LoopConfi
                 gen = Generation(ids, [0.0] * len(ids), "stop", [-1] * len(ids))
             else:
                 sampling.max_new_tokens = min(cfg.max_new_tokens, room)
+                if sampling_seed is not None:
+                    sampling.seed = turn_seed(sampling_seed, len(traj.turns))
                 gen = await _guard(lambda: engine.generate(conv.prompt_ids, sampling, session_id=traj.id),
                                    deadline, TR.ENGINE_ERROR)
                 if gen.finish_reason == "abort":

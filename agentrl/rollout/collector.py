@@ -38,9 +38,14 @@ async def _close(env: Any) -> None:
 
 async def _one(env_factory: EnvFactory, engine: Engine | None, renderer: Any, cfg: LoopConfig, *, seed: int | None,
                options: dict | None, expert: bool, group_id: str, semaphore: asyncio.Semaphore,
-               max_retries: int) -> Trajectory:
-    """One episode of a group (with retries); an env that cannot be built ends as env_error."""
+               max_retries: int, member: int = 0) -> Trajectory:
+    """One episode of a group (with retries); an env that cannot be built ends as env_error.
+
+    With a task seed, member m's attempt a samples with a seed derived from (seed, m, a): group members
+    differ, and a rerun of the same task seed reproduces the same samples.
+    """
     for attempt in range(max_retries + 1):
+        sampling_seed = None if seed is None else (seed * 65_537 + member * 257 + attempt) & 0x7FFFFFFF
         async with semaphore:
             try:
                 env = await asyncio.to_thread(_make_env, env_factory)
@@ -51,7 +56,7 @@ async def _one(env_factory: EnvFactory, engine: Engine | None, renderer: Any, cf
             else:
                 try:
                     traj = await run_episode(env, engine, renderer, cfg, seed=seed, options=options, expert=expert,
-                                             group_id=group_id)
+                                             group_id=group_id, sampling_seed=sampling_seed)
                 finally:
                     await _close(env)
         traj.metrics["rollout/retries"] = attempt
@@ -70,8 +75,8 @@ async def collect_group(env_factory: EnvFactory, engine: Engine | None, tokenize
     semaphore = semaphore or asyncio.Semaphore(group_size)
     return list(await asyncio.gather(*(
         _one(env_factory, engine, renderer, cfg or LoopConfig(), seed=seed, options=options, expert=expert,
-             group_id=group_id, semaphore=semaphore, max_retries=max_retries)
-        for _ in range(group_size))))
+             group_id=group_id, semaphore=semaphore, max_retries=max_retries, member=m)
+        for m in range(group_size))))
 
 
 async def collect(env_factory: EnvFactory, engine: Engine | None, tokenizer: Any, seeds: Sequence[int], *,

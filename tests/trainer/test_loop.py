@@ -188,8 +188,9 @@ def test_infrastructure_failures_never_reach_the_batch(tmp_path):
     assert len(batch.advantages) == len(batch.trajectories)
 
 
-def test_resume_samples_the_same_tasks_as_an_uninterrupted_run(tmp_path):
-    """Guards resume exactness of the data stream: step 2 after a resume must use step 2's task seeds."""
+def test_resume_continues_exactly(tmp_path):
+    """Guards resume exactness: after resuming from step 1, step 2 must sample the same tasks and the same
+    tokens as the uninterrupted run, and end with the same weights."""
     full = train(_cfg(tmp_path / "a", "test_parity", "trainer.steps=2", "trainer.checkpoint_every=1"))
     steps = [json.loads(x) for x in (full.run_dir / "trajectories.jsonl").read_text().splitlines()]
     ckpts = list_checkpoints(full.run_dir)
@@ -213,7 +214,15 @@ def test_resume_samples_the_same_tasks_as_an_uninterrupted_run(tmp_path):
     def tasks(rows, step):
         return sorted(r["task_id"] for r in rows if r["metrics"]["train/step"] == step)
 
+    def samples(rows, step):
+        return sorted((r["task_id"], r["segments"][0]["token_ids"]) for r in rows if r["metrics"]["train/step"] == step)
+
     assert tasks(resumed, 1) == tasks(steps, 1)
     assert tasks(resumed, 1) != tasks(steps, 0)
+    assert samples(resumed, 1) == samples(steps, 1)
     state = json.loads((resumed_dir / "checkpoints" / "step_000002" / "state.json").read_text())
     assert state["step"] == 2 and state["version"] == 2
+    a = load_model(full.run_dir / "checkpoints" / "step_000002" / "model").state_dict()
+    b = load_model(resumed_dir / "checkpoints" / "step_000002" / "model").state_dict()
+    for name in a:
+        torch.testing.assert_close(a[name], b[name], atol=1e-6, rtol=0, msg=name)
