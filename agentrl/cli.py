@@ -18,6 +18,7 @@ from agentrl.errors import AgentRLError
 COMMANDS: dict[str, str] = {
     "train": "train a policy with GRPO-family RL on an environment",
     "sft": "supervised warm start from an env's scripted expert",
+    "serve": "serve a model over HTTP with SGLang's native API (embedded engine), or print the SGLang launch command",
     "envs": "list the registered environments",
     "sandbox": "build, list, reap sandboxes; run one command in a fresh sandbox",
     "plot": "write a PNG dashboard of a run's metrics",

@@ -72,8 +72,9 @@ class Engine(Protocol):
         """Load new weights (from a state dict or an HF directory); returns the new version."""
         ...
 
-    async def pause(self, mode: Literal["abort", "finish"] = "finish") -> None:
-        """Stop admitting requests; in-flight ones finish (mode=finish) or end with finish_reason abort."""
+    async def pause(self, mode: Literal["abort", "finish", "in_place", "retract"] = "finish") -> None:
+        """Stop admitting requests; in-flight ones finish, end with finish_reason abort, or (in_place) freeze
+        and continue after resume() with the new weights, so one generation can span a weight update."""
         ...
 
     async def resume(self) -> None:

@@ -1,0 +1,133 @@
+"""A left-padded batch of sequences decoding together over one HF DynamicCache.
+
+Rows can leave (finished requests are dropped before the next forward, and padding columns that no row needs
+any more are trimmed) and rows can join (a freshly prefilled batch is merged in at a step boundary by left-padding
+the shorter cache). Identical prompts are prefilled once and their cache rows copied, so a GRPO group's shared
+prompt costs one prefill. Positions come from the attention mask, so a row's logits do not depend on how much
+padding it carries (up to floating-point reduction order).
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import torch
+from transformers import DynamicCache
+from transformers.cache_utils import DynamicLayer
+
+
+def new_cache(model) -> DynamicCache:
+    """An empty DynamicCache for model; refuses layer kinds whose state cannot be padded or re-batched."""
+    cache = DynamicCache(config=model.config)
+    kinds = {type(layer).__name__ for layer in cache.layers if type(layer) is not DynamicLayer}
+    if kinds:
+        raise ValueError(
+            f"the embedded engine supports full-attention decoder models only; this model's cache has {sorted(kinds)}"
+        )
+    return cache
+
+
+def cache_kwarg(model) -> str:
+    """The forward() keyword for the KV cache: `cache` in transformers >= 5.x, `past_key_values` before."""
+    name = getattr(model, "_agentrl_cache_kwarg", None)
+    if name is None:
+        name = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+        model._agentrl_cache_kwarg = name
+    return name
+
+
+class KVBatch:
+    """Rows decoding together: cache (B, H, L, D) per layer, mask (B, L), next position per row (B,)."""
+
+    def __init__(self, cache: DynamicCache, mask: torch.Tensor, next_pos: torch.Tensor):
+        self.cache = cache
+        self.mask = mask  # (B, L) 1 = real token in the cache, 0 = left padding
+        self.next_pos = next_pos  # (B,) position of the next token each row feeds
+
+    @property
+    def size(self) -> int:
+        """Number of rows."""
+        return self.mask.shape[0]
+
+    @classmethod
+    def prefill(cls, model, prompts: list[list[int]], device: torch.device) -> tuple[KVBatch, torch.Tensor, int]:
+        """Run the prompts (left padded, duplicates once) through model.
+
+        Returns (batch, logits (B, V) at each prompt's last position, number of prompt tokens computed).
+        """
+        unique: dict[tuple[int, ...], int] = {}
+        index = [unique.setdefault(tuple(p), len(unique)) for p in prompts]
+        width = max(len(p) for p in unique)
+        ids = torch.zeros((len(unique), width), dtype=torch.long)
+        mask = torch.zeros((len(unique), width), dtype=torch.long)
+        for row, prompt in enumerate(unique):
+            ids[row, width - len(prompt) :] = torch.tensor(prompt, dtype=torch.long)
+            mask[row, width - len(prompt) :] = 1
+        ids, mask = ids.to(device), mask.to(device)
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)  # (U, L)
+        cache = new_cache(model)
+        out = model(
+            input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True, logits_to_keep=1,
+            **{cache_kwarg(model): cache},
+        )
+        logits = out.logits[:, -1, :].float()  # (U, V)
+        batch = cls(cache, mask, mask.sum(-1))
+        if len(unique) != len(prompts):
+            rows = torch.tensor(index, dtype=torch.long, device=device)
+            batch._select(rows)
+            logits = logits[rows]
+        return batch, logits, sum(len(p) for p in unique)
+
+    def step(self, model, tokens: torch.Tensor) -> torch.Tensor:
+        """Feed one token per row (B,); returns the next-token logits (B, V) in float32."""
+        self.mask = torch.cat([self.mask, self.mask.new_ones((self.size, 1))], dim=1)
+        out = model(
+            input_ids=tokens.unsqueeze(-1), attention_mask=self.mask, position_ids=self.next_pos.unsqueeze(-1),
+            use_cache=True, **{cache_kwarg(model): self.cache},
+        )
+        self.next_pos = self.next_pos + 1
+        return out.logits[:, -1, :].float()
+
+    def keep(self, rows: list[int]) -> None:
+        """Keep only these rows (in this order) and drop padding columns no remaining row needs."""
+        if rows == list(range(self.size)):
+            return
+        self._select(torch.tensor(rows, dtype=torch.long, device=self.mask.device))
+        if self.size == 0:
+            return
+        used = torch.nonzero(self.mask.any(dim=0)).flatten()
+        first = int(used[0]) if used.numel() else self.mask.shape[1]
+        if first > 0:
+            self.mask = self.mask[:, first:]
+            for layer in self.cache.layers:
+                layer.keys = layer.keys[:, :, first:, :]
+                layer.values = layer.values[:, :, first:, :]
+
+    def merge(self, other: KVBatch) -> None:
+        """Append other's rows after this batch's rows, left-padding whichever cache is shorter."""
+        width = max(self.mask.shape[1], other.mask.shape[1])
+        self_pad, other_pad = width - self.mask.shape[1], width - other.mask.shape[1]
+        self.mask = torch.cat([_pad_left(self.mask, self_pad, 1), _pad_left(other.mask, other_pad, 1)], dim=0)
+        for mine, theirs in zip(self.cache.layers, other.cache.layers, strict=True):
+            mine.keys = torch.cat([_pad_left(mine.keys, self_pad, 2), _pad_left(theirs.keys, other_pad, 2)], dim=0)
+            mine.values = torch.cat(
+                [_pad_left(mine.values, self_pad, 2), _pad_left(theirs.values, other_pad, 2)], dim=0
+            )
+        self.next_pos = torch.cat([self.next_pos, other.next_pos])
+
+    def _select(self, rows: torch.Tensor) -> None:
+        """Index the batch dimension of mask, positions and every cache layer."""
+        self.mask = self.mask[rows]
+        self.next_pos = self.next_pos[rows]
+        for layer in self.cache.layers:
+            layer.keys = layer.keys[rows]
+            layer.values = layer.values[rows]
+
+
+def _pad_left(t: torch.Tensor, n: int, dim: int) -> torch.Tensor:
+    """t with n zeros prepended along dim."""
+    if n == 0:
+        return t
+    shape = list(t.shape)
+    shape[dim] = n
+    return torch.cat([t.new_zeros(shape), t], dim=dim)
