@@ -226,3 +226,25 @@ def test_resume_continues_exactly(tmp_path):
     b = load_model(resumed_dir / "checkpoints" / "step_000002" / "model").state_dict()
     for name in a:
         torch.testing.assert_close(a[name], b[name], atol=1e-6, rtol=0, msg=name)
+
+
+def test_training_through_sglang_client_syncs_weights_via_disk(tmp_path):
+    """Guards the GPU-scale path on CPU: rollouts from an SGLang-compatible server over real HTTP (loopback),
+    weights pushed back through /update_weights_from_disk. If the sync failed, step 2's behaviour logprobs
+    would come from stale weights and the same-version mismatch would be large."""
+    from agentrl.rollout.serve import spawn_server
+
+    proc, url = spawn_server("tiny")
+    try:
+        cfg = _cfg(tmp_path, "test_parity", "trainer.steps=2", "rollout.engine=sglang", f"rollout.urls=[{url}]",
+                   "rollout.dynamic_sampling=false")
+        result = train(cfg)
+    finally:
+        proc.kill()
+        proc.wait()
+    rows = [json.loads(x) for x in result.metrics.read_text().splitlines()]
+    assert [r["trainer/version"] for r in rows] == [1, 2]
+    assert rows[1]["actor/grad_norm"] > 0
+    assert rows[1]["mismatch/logprob_abs_diff_max"] < 1e-3, rows[1]["mismatch/logprob_abs_diff_max"]
+    assert rows[1]["staleness/max"] == 0
+    assert (result.run_dir / "weights_sync" / "config.json").is_file()
