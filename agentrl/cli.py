@@ -18,6 +18,7 @@ from agentrl.errors import AgentRLError
 COMMANDS: dict[str, str] = {
     "train": "train a policy with GRPO-family RL on an environment",
     "sft": "supervised warm start from an env's scripted expert",
+    "eval": "run sandboxed evaluation episodes of a model (or an oracle) on an env split",
     "serve": "serve a model over HTTP with SGLang's native API (embedded engine), or print the SGLang launch command",
     "envs": "list the registered environments",
     "sandbox": "build, list, reap sandboxes; run one command in a fresh sandbox",

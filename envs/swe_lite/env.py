@@ -1,0 +1,235 @@
+"""swe_lite: fix a small bug in a Python repo with bash, an editor and submit; graded by hidden tests.
+
+Example task (swelite__intervals-0000): "`total_length([(1, 3), (2, 6), (10, 10)])` returns the wrong result.
+It gives `3`, but `7` is expected." → view intervals.py → str_replace `end - start - 1` → run tests → submit.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from agentrl.envs.swe_lite import expert, grading
+from agentrl.envs.swe_lite.editor import Editor, SandboxFiles
+from agentrl.envs.swe_lite.grading import REPO
+from agentrl.envs.swe_lite.observation import bash_observation
+from agentrl.envs.swe_lite.tasks import Task, TaskError, load_tasks
+
+from agentrl.agent_env import AgentEnv
+from agentrl.errors import SandboxError
+from agentrl.tool_calls import FormatError, function_tool
+from agentrl.types import Message, tool, user
+
+BASH = function_tool("bash", "Run a bash command in a fresh subshell, cwd /workspace/repo (cd and export do not "
+                     "persist). Long output keeps its head and tail.",
+                     {"command": {"type": "string", "description": "the command, e.g. grep -n 'def ' *.py"}})
+EDITOR = function_tool(
+    "str_replace_editor", "View, create and edit files. view shows `cat -n` output (or a directory listing); "
+    "str_replace replaces old_str, which must occur exactly once, by new_str; insert adds new_str after line "
+    "insert_line; undo_edit reverts the last edit of a file.",
+    {"command": {"type": "string", "enum": ["view", "create", "str_replace", "insert", "undo_edit"]},
+     "path": {"type": "string", "description": "path in the repo, e.g. /workspace/repo/module.py"},
+     "view_range": {"type": "array", "items": {"type": "integer"}, "description": "[start, end] lines, end -1 = EOF"},
+     "old_str": {"type": "string"}, "new_str": {"type": "string"}, "file_text": {"type": "string"},
+     "insert_line": {"type": "integer"}},
+    required=["command", "path"])
+SUBMIT = function_tool("submit", "Submit the repository as it is now; this ends the episode and runs the hidden tests.",
+                       {})
+SYSTEM_PROMPT = (
+    "You are a software engineer fixing a bug in the Python repository at /workspace/repo. Read the issue, find "
+    "the faulty code, fix it in the source files (do not edit the tests; hidden tests decide), check your fix, "
+    "then call submit. Each bash call runs in a fresh shell in /workspace/repo. Make one tool call per turn.")
+
+
+class SweLiteEnv(AgentEnv):
+    """Fix the bug described in an issue; reward 1 when every hidden fail-to-pass and pass-to-pass test passes.
+
+    ## Task
+    A small pure-Python repo with a planted bug and an issue text (tasks.py, data/tasks.jsonl, or your own
+    SWE-bench-style JSONL). The repo has one commit, no history and no bytecode.
+    ## Actions
+    One tool call per turn: `bash(command)`, `str_replace_editor(command, path, ...)`, `submit()`.
+    ## Observations
+    Tool messages: `<returncode>N</returncode><output>...</output>` for bash (head+tail truncated, ANSI stripped),
+    editor text otherwise; a user message naming a format error.
+    ## Reward
+    float(resolved) at the end, 0 before. resolved = all F2P and P2P pass in a fresh sandbox that holds only the
+    agent's allowed source changes plus the hidden tests. `shaped_reward=True`: f2p rate if all P2P pass.
+    ## Episode End
+    Terminated by submit, `max_format_errors` format errors in a row, or a dead sandbox (info["infra_error"],
+    which the trainer masks). Truncated at `max_steps` or `wall_clock_s`, graded all the same by default.
+    ## Arguments
+    tasks (list[Task] | path | None = shipped corpus), split, backend, pool (a SandboxPool to share),
+    visibility ("hidden" | "visible"), max_steps, wall_clock_s, command_timeout_s, shaped_reward,
+    grade_on_truncation, max_format_errors.
+    ## Version History
+    v0: initial version.
+    """
+
+    tools = (BASH, EDITOR, SUBMIT)
+    system_prompt = SYSTEM_PROMPT
+
+    def __init__(self, tasks: list[Task] | str | Path | None = None, split: str | None = "train", *,
+                 backend: str = "auto", pool: Any = None, visibility: str = "hidden", max_steps: int = 30,
+                 wall_clock_s: float = 600.0, command_timeout_s: float = 30.0, shaped_reward: bool = False,
+                 grade_on_truncation: bool = True, max_format_errors: int = 3, grade_timeout_s: float = 120.0):
+        self.tasks = tasks if isinstance(tasks, list) else load_tasks(tasks, split)
+        if not self.tasks:
+            raise TaskError(f"no swe_lite tasks in split {split!r}")
+        self.backend, self.pool, self.visibility = backend, pool, visibility
+        self.max_steps, self.wall_clock_s, self.command_timeout_s = max_steps, wall_clock_s, command_timeout_s
+        self.shaped_reward, self.grade_on_truncation = shaped_reward, grade_on_truncation
+        self.max_format_errors, self.grade_timeout_s = max_format_errors, grade_timeout_s
+        self.task: Task | None = None
+        self.sandbox = None
+        self._done = True
+
+    # ---- sandboxes -------------------------------------------------------------------------------------
+    def _acquire(self):
+        if self.pool is not None:
+            return self.pool.acquire()
+        from agentrl.sandboxes import open_sandbox
+
+        return open_sandbox(self.backend)
+
+    def _release(self, sandbox) -> None:
+        if sandbox is None:
+            return
+        try:
+            self.pool.release(sandbox) if self.pool is not None else sandbox.close()
+        except Exception:  # a sandbox that fails to close is the pool's and reaper's business, not the episode's
+            pass
+
+    # ---- gymnasium API ---------------------------------------------------------------------------------
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[list[Message], dict]:
+        """Pick a task (options: instance_id or index; else from the seed), start its sandbox repo, show the issue."""
+        super().reset(seed=seed)
+        self._release(self.sandbox)
+        self.sandbox = None
+        options = options or {}
+        if "instance_id" in options:
+            by_id = {t.instance_id: t for t in self.tasks}
+            if options["instance_id"] not in by_id:
+                raise TaskError(f"unknown instance_id {options['instance_id']!r} in this env's {len(self.tasks)} tasks")
+            self.task = by_id[options["instance_id"]]
+        elif "index" in options:
+            self.task = self.tasks[int(options["index"]) % len(self.tasks)]
+        else:
+            self.task = self.tasks[int(self.np_random.integers(len(self.tasks)))]
+        t0 = time.monotonic()
+        self.start = t0
+        self.steps = self.format_errors = self.errors_in_row = 0
+        self.timings = {"reset_s": 0.0, "tools_s": 0.0, "grade_s": 0.0}
+        self._done = False
+        self._plan: list[str] | None = None
+        self.sandbox = self._acquire()
+        grading.setup_repo(self.sandbox, self.task.snapshot(self.visibility), git=True)
+        self.editor = Editor(SandboxFiles(self.sandbox, REPO), REPO)
+        self.timings["reset_s"] = time.monotonic() - t0
+        prompt = (f"<issue>\n{self.task.problem_statement.strip()}\n</issue>\n\nThe repository is at {REPO}. "
+                  "Fix the issue in the source code, then call submit.")
+        return [self.system_message(), user(prompt)], {"task_id": self.task.instance_id, "split": self.task.split}
+
+    def step(self, action: str) -> tuple[list[Message], float, bool, bool, dict[str, Any]]:
+        """Run one tool call; submit, a dead sandbox or a budget ends the episode (graded unless infra failed)."""
+        if self.task is None or self._done:
+            raise RuntimeError("call reset() before step() (the episode is over)")
+        self.steps += 1
+        call = self.parse_action(action)
+        if isinstance(call, FormatError):
+            self.format_errors += 1
+            self.errors_in_row += 1
+            if self.errors_in_row >= self.max_format_errors:
+                info = self._final_info(None, "format_errors", termination="format_errors")
+                return [user(call.message)], 0.0, True, False, {**info, "format_error": True}
+            truncated, info = self._budget_check()
+            return [user(call.message)], info.get("reward", 0.0), False, truncated, {"format_error": True,
+                                                                                       "error_kind": call.kind, **info}
+        self.errors_in_row = 0
+        try:
+            if call.name == "submit":
+                info = self.finish("submitted")
+                return [tool("Submitted.", name="submit")], info["reward"], True, False, info
+            t0 = time.monotonic()
+            if call.name == "bash":
+                timeout = self.command_timeout_s
+                res = self.sandbox.exec(call.arguments["command"], timeout=timeout, cwd=REPO)
+                text = bash_observation(res.exit_code, res.output, timed_out=res.timed_out, timeout=timeout)
+            else:
+                args = {k: v for k, v in call.arguments.items() if k != "command"}
+                text = self.editor(call.arguments["command"], **args)
+            self.timings["tools_s"] += time.monotonic() - t0
+        except SandboxError as e:
+            return self._infra_failure(e)
+        truncated, info = self._budget_check()
+        return [tool(text, name=call.name)], info.get("reward", 0.0), False, truncated, info
+
+    def _budget_check(self) -> tuple[bool, dict[str, Any]]:
+        """(truncated, info): past max_steps or wall_clock_s the episode ends and, by default, is graded."""
+        reason = ("max_steps" if self.steps >= self.max_steps else
+                  "wall_clock" if time.monotonic() - self.start >= self.wall_clock_s else None)
+        if reason is None:
+            return False, {"step": self.steps}
+        termination = "max_turns" if reason == "max_steps" else "timeout"
+        try:
+            info = (self.finish(reason, termination=termination) if self.grade_on_truncation
+                    else self._final_info(None, reason, termination=termination))
+        except SandboxError as e:
+            return True, self._infra_failure(e)[4]
+        return True, info
+
+    def _infra_failure(self, error: Exception):
+        info = self._final_info(None, "sandbox_error", termination="sandbox_error", infra_error=True)
+        info["error"] = f"{type(error).__name__}: {error}"
+        self._release(self.sandbox)
+        self.sandbox = None
+        return [user(f"The sandbox failed ({type(error).__name__}); the episode ends.")], 0.0, True, False, info
+
+    def finish(self, exit_reason: str, termination: str = "done") -> dict[str, Any]:
+        """Grade the repository as it is now in a fresh sandbox and end the episode; returns the final info.
+
+        Used by submit and the budgets, and by evaluation when the agent loop ends an episode on its own budget.
+        Raises SandboxError when the agent's or the grading sandbox fails (the caller marks infra_error).
+        """
+        if self._done:
+            return self.last_info
+        t0 = time.monotonic()
+        final = self.sandbox.download_tree(REPO)
+        self._release(self.sandbox)
+        self.sandbox = None
+        grader = self._acquire()
+        try:
+            result = grading.grade(grader, self.task, final, timeout=self.grade_timeout_s)
+        finally:
+            self._release(grader)
+        self.timings["grade_s"] = time.monotonic() - t0
+        return self._final_info(result, exit_reason, termination=termination)
+
+    def _final_info(self, result: grading.Grade | None, exit_reason: str, *, termination: str,
+                    infra_error: bool = False) -> dict[str, Any]:
+        self._done = True
+        reward = result.reward(self.shaped_reward) if result else 0.0
+        self.last_info = {
+            "task_id": self.task.instance_id, "reward": reward, "resolved": bool(result and result.resolved),
+            "f2p_pass": result.f2p if result else 0.0, "p2p_pass": result.p2p if result else 0.0,
+            "resolution": result.resolution if result else "NO", "patch": result.patch if result else "",
+            "grading_valid": bool(result and result.valid), "grading_reason": result.reason if result else "",
+            "suspicious": bool(result and result.suspicious), "exit_reason": exit_reason, "termination": termination,
+            "n_steps": self.steps, "n_format_errors": self.format_errors, "infra_error": infra_error,
+            "timings": {**self.timings, "episode_s": time.monotonic() - self.start},
+        }
+        return self.last_info
+
+    def expert_action(self) -> str | None:
+        """The scripted expert's next action (view, str_replace from the gold patch, run tests, submit)."""
+        if self.task is None or self._done:
+            return None
+        if self._plan is None:
+            self._plan = expert.plan(self.task, REPO)
+        return self._plan[min(self.steps, len(self._plan) - 1)]
+
+    def close(self) -> None:
+        """Return the sandbox (to the pool, or close it); safe to call twice."""
+        self._release(self.sandbox)
+        self.sandbox = None

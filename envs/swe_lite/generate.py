@@ -1,0 +1,248 @@
+"""Regenerate data/tasks.jsonl from the corpus: seeded mutation, validation in the sandbox image, hidden tests.
+
+    python -m agentrl.envs.swe_lite.generate --seed 0                 # writes envs/swe_lite/data/tasks.jsonl
+    python -m agentrl.envs.swe_lite.generate --modules rle --check     # compare one module with the shipped file
+
+Per module (each with its own RNG, seeded by (seed, module), so any subset regenerates identically):
+1. run the full suite on the original in the sandbox: every test must pass;
+2. shuffle the mutation candidates; for each, run the suite on the mutant and keep it when it has 1..5
+   failing tests (fail-to-pass), at least one passing (pass-to-pass), no collection error, the same
+   outcome on a second run, and a new (function, operator) pair and diff;
+3. move the failing tests into tests/test_<module>_hidden.py (the test_patch); the visible file keeps the rest;
+4. re-check the final layout: buggy + hidden tests fails every F2P and passes every P2P; gold passes all.
+Splits are by module, so test tasks never share code with train tasks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import hashlib
+import random
+import sys
+import time
+from pathlib import Path
+
+from agentrl.envs.swe_lite import mutate
+from agentrl.envs.swe_lite.grading import REPO, SuiteRun, run_tests, setup_repo
+from agentrl.envs.swe_lite.patches import make_diff, tree_id
+from agentrl.envs.swe_lite.statements import problem_statement, public_names
+from agentrl.envs.swe_lite.tasks import DEFAULT_TASKS, TEST_CMD, Task, load_tasks, write_tasks
+
+CORPUS = Path(__file__).parent / "corpus"
+GENERATOR_VERSION = "1"
+PYTEST_INI = "[pytest]\npythonpath = .\n"
+SPLIT_SIZES = {"test": 3, "dev": 3}  # the remaining modules are train
+MAX_F2P = 5
+VALIDATION_CPU_S = 10  # the suites need < 1 CPU second; a mutant past this loops forever and is dropped
+VALIDATION_TIMEOUT_S = 120  # wall-clock backstop only (a busy machine must not change which mutants pass)
+
+
+def corpus_modules() -> list[str]:
+    """Names of the corpus modules (folders holding <name>.py and tests/test_<name>.py)."""
+    return sorted(p.name for p in CORPUS.iterdir() if (p / f"{p.name}.py").is_file())
+
+
+def module_files(module: str) -> dict[str, str]:
+    """The original (correct) repository of a corpus module, pytest.ini included."""
+    base = CORPUS / module
+    return {f"{module}.py": (base / f"{module}.py").read_text(),
+            f"tests/test_{module}.py": (base / "tests" / f"test_{module}.py").read_text(),
+            "pytest.ini": PYTEST_INI}
+
+
+def assign_splits(modules: list[str], seed: int) -> dict[str, str]:
+    """module -> split, by a seeded shuffle of all corpus modules."""
+    order = sorted(modules)
+    random.Random(f"{seed}:splits").shuffle(order)
+    splits = {}
+    for i, module in enumerate(order):
+        splits[module] = "test" if i < SPLIT_SIZES["test"] else "dev" if i < sum(SPLIT_SIZES.values()) else "train"
+    return splits
+
+
+def split_tests(test_source: str, names: set[str]) -> tuple[str, str]:
+    """(visible file without the test functions `names`, hidden file = header + those functions).
+
+    The header is everything that is not a `test_*` function (imports, helpers), so both files run alone.
+    """
+    tree = ast.parse(test_source)
+    lines = test_source.splitlines(keepends=True)
+    spans = {}  # test name -> (first line index incl. decorators, end line index)
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name.startswith("test"):
+            first = min([node.lineno] + [d.lineno for d in node.decorator_list]) - 1
+            spans[node.name] = (first, node.end_lineno)
+    missing = names - set(spans)
+    if missing:
+        raise ValueError(f"tests {sorted(missing)} are not top-level test functions")
+    keep, header, hidden = [], [], []
+    first_test = min(s[0] for s in spans.values())
+    header = lines[:first_test]
+    taken = set()
+    for name, (a, b) in spans.items():
+        if name in names:
+            hidden.append("".join(lines[a:b]))
+            taken.update(range(a, b))
+    keep = [line for i, line in enumerate(lines) if i not in taken]
+    visible = "".join(keep)
+    while "\n\n\n\n" in visible:
+        visible = visible.replace("\n\n\n\n", "\n\n\n")
+    hidden_src = "".join(header).rstrip("\n") + "\n\n\n" + "\n\n\n".join(h.rstrip("\n") + "\n" for h in hidden)
+    return visible.rstrip("\n") + "\n", hidden_src
+
+
+def statuses(run: SuiteRun) -> dict[str, str]:
+    """node id -> status of a run."""
+    return {k: v.status for k, v in run.cases.items()}
+
+
+class Generator:
+    """Validates mutants of one module after another in one sandbox (reset between modules)."""
+
+    def __init__(self, sandbox, seed: int, per_module: int = 3, max_tries: int = 60, log=print) -> None:
+        self.sandbox, self.seed, self.per_module, self.max_tries, self.log = sandbox, seed, per_module, max_tries, log
+
+    def _run(self, files: dict[str, str], ids: list[str] | None = None) -> SuiteRun:
+        setup_repo(self.sandbox, files, git=False)
+        return run_tests(self.sandbox, TEST_CMD, ids, timeout=VALIDATION_TIMEOUT_S, cwd=REPO,
+                         cpu_limit_s=VALIDATION_CPU_S)
+
+    def _run_mutant(self, module: str, source: str) -> SuiteRun:
+        self.sandbox.write_file(f"{REPO}/{module}.py", source)
+        return run_tests(self.sandbox, TEST_CMD, None, timeout=VALIDATION_TIMEOUT_S, cwd=REPO,
+                         cpu_limit_s=VALIDATION_CPU_S)
+
+    def module_tasks(self, module: str, split: str) -> list[Task]:
+        """Validated tasks of one module."""
+        rng = random.Random(f"{self.seed}:{module}")
+        original = module_files(module)
+        source = original[f"{module}.py"]
+        base = self._run(original)
+        all_ids = sorted(base.cases)
+        if not base.valid or not all_ids or any(s != "passed" for s in statuses(base).values()):
+            raise RuntimeError(f"{module}: the original suite does not pass in the sandbox: {base.reason} "
+                               f"{base.output[-2000:]}")
+        cands = mutate.candidates(source)
+        rng.shuffle(cands)
+        accepted: list[tuple[mutate.Mutation, str, list[str], dict]] = []
+        seen_pairs, seen_diffs = set(), set()
+        for tries, m in enumerate(cands):
+            if len(accepted) >= self.per_module or tries >= self.max_tries:
+                break
+            if (m.function, m.operator) in seen_pairs:
+                continue
+            mutant = m.apply(source)
+            diff = make_diff({"f": source}, {"f": mutant}, context=0)
+            digest = hashlib.sha1("".join(line.strip() for line in diff.splitlines()[4:]).encode()).hexdigest()
+            if digest in seen_diffs:
+                continue
+            run = self._run_mutant(module, mutant)
+            st = statuses(run)
+            failing = sorted(k for k, v in st.items() if v != "passed")
+            if (not run.valid or run.collection_errors or sorted(st) != all_ids or not 1 <= len(failing) <= MAX_F2P
+                    or len(failing) == len(all_ids)):
+                continue
+            if statuses(self._run_mutant(module, mutant)) != st:
+                self.log(f"  {module}: unstable mutant skipped ({m.operator} in {m.function})")
+                continue
+            seen_pairs.add((m.function, m.operator))
+            seen_diffs.add(digest)
+            accepted.append((m, mutant, failing, {k: run.cases[k] for k in failing}))
+        self.sandbox.exec(f"rm -rf {REPO}", timeout=30, cwd="/")
+        return [self._make_task(module, split, n, *a, rng=rng, original=original, all_ids=all_ids)
+                for n, a in enumerate(accepted)]
+
+    def _make_task(self, module, split, n, m, mutant, failing, failures, *, rng, original, all_ids) -> Task:
+        test_path = f"tests/test_{module}.py"
+        hidden_path = f"tests/test_{module}_hidden.py"
+        names = {f.split("::")[1] for f in failing}
+        visible, hidden = split_tests(original[test_path], names)
+        buggy = {**original, f"{module}.py": mutant, test_path: visible}
+        fixed = {**buggy, f"{module}.py": original[f"{module}.py"]}
+        f2p = sorted(f"{hidden_path}::{name}" for name in names)
+        p2p = [i for i in all_ids if i not in failing]
+        first = sorted(failing, key=lambda f: original[test_path].index(f"def {f.split('::')[1]}("))[0]
+        statement = problem_statement(original[test_path], first.split("::")[1], failures[first].text or
+                                      failures[first].message, module, public_names(original[f"{module}.py"]), rng)
+        first_line, last_line = mutate.changed_lines(original[f"{module}.py"], m)
+        task = Task(
+            instance_id=f"swelite__{module}-{n:04d}", repo=f"swe_lite/{module}", base_commit=tree_id(buggy),
+            problem_statement=statement, patch=make_diff(buggy, fixed),
+            test_patch=make_diff(buggy, {**buggy, hidden_path: hidden}), FAIL_TO_PASS=f2p, PASS_TO_PASS=p2p,
+            files=buggy, version=GENERATOR_VERSION,
+            mutation={"operator": m.operator, "target": f"{module}.py::{m.function}", "lineno": first_line,
+                      "seed": self.seed},
+            split=split, difficulty=1 if first_line == last_line else 2)
+        task.environment_setup_commit = task.base_commit
+        return task
+
+    def check_layout(self, task: Task) -> str | None:
+        """None when buggy + hidden tests fail every F2P and pass every P2P and gold passes all; else why not."""
+        from agentrl.envs.swe_lite.patches import apply_patch
+
+        ids = task.FAIL_TO_PASS + task.PASS_TO_PASS
+        bug = statuses(self._run(apply_patch(task.files, task.test_patch), ids))
+        if any(bug.get(t) == "passed" for t in task.FAIL_TO_PASS):
+            return f"an F2P test passes on the buggy snapshot: {bug}"
+        if any(bug.get(t) != "passed" for t in task.PASS_TO_PASS):
+            return f"a P2P test fails on the buggy snapshot: {bug}"
+        gold = statuses(self._run(apply_patch(task.fixed_files(), task.test_patch), ids))
+        if any(gold.get(t) != "passed" for t in ids):
+            return f"the gold patch does not pass every test: {gold}"
+        return None
+
+
+def generate(sandbox, seed: int = 0, modules: list[str] | None = None, per_module: int = 3, log=print) -> list[Task]:
+    """Tasks for `modules` (default: the whole corpus), validated in `sandbox`, in module order."""
+    every = corpus_modules()
+    splits = assign_splits(every, seed)
+    gen = Generator(sandbox, seed, per_module=per_module, log=log)
+    tasks: list[Task] = []
+    for module in modules or every:
+        if module not in every:
+            raise SystemExit(f"unknown corpus module {module!r}; known: {', '.join(every)}")
+        start = time.monotonic()
+        found = gen.module_tasks(module, splits[module])
+        for task in found:
+            problem = gen.check_layout(task)
+            if problem:
+                raise RuntimeError(f"{task.instance_id}: {problem}")
+        log(f"{module:<10} {splits[module]:<5} {len(found)} tasks in {time.monotonic() - start:.1f}s")
+        tasks.extend(found)
+    return tasks
+
+
+def main(argv: list[str] | None = None) -> int:
+    """CLI: regenerate (or --check) the shipped tasks file."""
+    ap = argparse.ArgumentParser(prog="python -m agentrl.envs.swe_lite.generate", description=__doc__.split("\n")[0])
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--modules", nargs="*", help="only these corpus modules (default: all)")
+    ap.add_argument("--per-module", type=int, default=3)
+    ap.add_argument("--out", default=str(DEFAULT_TASKS))
+    ap.add_argument("--backend", default="docker", help="sandbox backend: docker (the image grading uses) | bwrap | local")
+    ap.add_argument("--check", action="store_true", help="compare with the tasks file instead of writing it")
+    args = ap.parse_args(argv)
+    from agentrl.sandboxes import open_sandbox
+
+    start = time.monotonic()
+    with open_sandbox(args.backend) as sb:
+        tasks = generate(sb, args.seed, args.modules, args.per_module)
+    lines = [t.to_json() for t in tasks]
+    elapsed = time.monotonic() - start
+    if args.check:
+        wanted = {f"swe_lite/{m}" for m in args.modules} if args.modules else None
+        expected = [t.to_json() for t in load_tasks(args.out) if wanted is None or t.repo in wanted]
+        same = lines == expected
+        print(f"{'identical' if same else 'DIFFERENT'}: {len(lines)} regenerated vs {len(expected)} shipped "
+              f"({elapsed:.0f}s)")
+        return 0 if same else 1
+    write_tasks(tasks, args.out)
+    counts = {s: sum(t.split == s for t in tasks) for s in ("train", "dev", "test")}
+    print(f"wrote {len(tasks)} tasks to {args.out} {counts} in {elapsed:.0f}s")
+    return 0
+
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,139 @@
+"""SweLiteEnv end to end on Docker: the checker, the scripted expert, tool observations, budgets, tampering,
+and a dead sandbox flagged as infra_error."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+from agentrl.tool_calls import format_call
+
+pytestmark = pytest.mark.docker
+
+
+def bash(cmd: str) -> str:
+    return format_call("bash", {"command": cmd})
+
+
+def edit(**args) -> str:
+    return format_call("str_replace_editor", args)
+
+
+@pytest.fixture
+def make_env(docker_backend, tasks):
+    from agentrl.envs.swe_lite.env import SweLiteEnv
+
+    envs = []
+
+    def make(**kw):
+        env = SweLiteEnv(tasks=kw.pop("tasks", tasks), backend=docker_backend, **kw)
+        envs.append(env)
+        return env
+
+    yield make
+    for env in envs:
+        env.close()
+
+
+@pytest.mark.slow
+def test_registered_and_passes_check_env(docker_backend):
+    import agentrl.envs  # noqa: F401  (registers the built-ins)
+    from agentrl.sandboxes import SandboxPool
+    from gymnasium.utils.env_checker import check_env as gym_check_env
+
+    from agentrl.agent_env import check_env
+    from agentrl.registry import make
+
+    pool = SandboxPool(backend=docker_backend, warm=1, max_concurrency=2)  # the checker resets many times
+    env = make("swe_lite", split="dev", pool=pool)
+    # gymnasium's own warnings, minus ResourceWarnings about docker-py sockets (the sandbox layer's, not the env's)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        gym_check_env(env, skip_render_check=True, skip_close_check=True)
+    assert not [str(w.message) for w in caught if not issubclass(w.category, ResourceWarning)]
+    try:
+        check_env(env, strict=False)  # includes the scripted expert reaching `terminated`
+    finally:
+        pool.close()
+
+
+def test_expert_resolves_a_task_and_info_is_complete(make_env, tasks):
+    env = make_env()
+    messages, info = env.reset(options={"instance_id": tasks[0].instance_id})
+    assert info["task_id"] == tasks[0].instance_id and "<issue>" in messages[-1]["content"]
+    for _ in range(10):
+        obs, reward, terminated, truncated, info = env.step(env.expert_action())
+        if terminated:
+            break
+    assert reward == 1.0 and info["resolved"] and info["exit_reason"] == "submitted" and not info["infra_error"]
+    assert info["f2p_pass"] == info["p2p_pass"] == 1.0 and info["patch"].strip() == tasks[0].patch.strip()
+    assert set(info["timings"]) >= {"reset_s", "tools_s", "grade_s", "episode_s"} and info["n_format_errors"] == 0
+
+
+def test_repo_has_one_commit_no_history_no_bytecode(make_env):
+    env = make_env()
+    env.reset(seed=3)
+    obs = env.step(bash("git log --oneline | wc -l; git reflog | wc -l; git remote | wc -l; "
+                        "find . -name '*.pyc' -o -name __pycache__ | wc -l; cd /; pwd"))[0][0]["content"]
+    assert "<returncode>0</returncode>" in obs and obs.split("<output>\n")[1].split("</output>")[0].split() == ["1", "0", "0", "0", "/"]
+    assert env.step(bash("pwd"))[0][0]["content"].count("/workspace/repo") == 1  # fresh subshell: cd did not persist
+
+
+def test_format_errors_end_the_episode(make_env):
+    env = make_env(max_format_errors=2)
+    env.reset(seed=0)
+    _, _, terminated, _, info = env.step("no call here")
+    assert info["format_error"] and not terminated
+    _, reward, terminated, _, info = env.step("still nothing")
+    assert terminated and reward == 0.0 and info["exit_reason"] == "format_errors" and info["n_format_errors"] == 2
+
+
+def test_max_steps_truncates_and_grades(make_env, tasks):
+    env = make_env(max_steps=1)
+    env.reset(options={"instance_id": tasks[0].instance_id})
+    _, reward, terminated, truncated, info = env.step(bash("true"))
+    assert truncated and not terminated and info["exit_reason"] == "max_steps" and info["termination"] == "max_turns"
+    assert info["grading_valid"] and reward == 0.0 and info["f2p_pass"] == 0.0
+
+
+def test_wall_clock_budget_truncates(make_env):
+    env = make_env(wall_clock_s=0.0, grade_on_truncation=False)
+    env.reset(seed=0)
+    _, reward, terminated, truncated, info = env.step(bash("true"))
+    assert truncated and not terminated and info["exit_reason"] == "wall_clock" and info["termination"] == "timeout"
+    assert reward == 0.0 and not info["grading_valid"]
+
+
+TAMPERING = {
+    "edit_tests": [bash("for f in tests/*.py; do printf 'def test_ok():\\n    pass\\n' > $f; done")],
+    "conftest": [edit(command="create", path="/workspace/repo/conftest.py", file_text=(
+        "import pytest\n\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n"
+        "    out = yield\n    rep = out.get_result()\n    rep.outcome = 'passed'\n"))],
+    "fake_junit": [bash("mkdir -p /tmp && printf '<testsuites><testsuite tests=\"1\"><testcase classname=\"x\" "
+                        "name=\"y\"/></testsuite></testsuites>' | tee /tmp/grade.xml report.xml junit.xml")],
+    "exit_at_import": [bash("for f in $(ls *.py); do sed -i '1i import os; os._exit(0)' $f; done")],
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("attack", sorted(TAMPERING))
+def test_tampering_does_not_score(make_env, tasks, attack):
+    env = make_env()
+    env.reset(options={"instance_id": tasks[0].instance_id})
+    for action in TAMPERING[attack]:
+        obs, *_ = env.step(action)
+        assert "Error" not in obs[0]["content"][:20], obs
+    _, reward, terminated, _, info = env.step(format_call("submit", {}))
+    assert terminated and reward == 0.0 and not info["resolved"] and not info["infra_error"], info
+    if attack == "exit_at_import":
+        assert info["suspicious"] and not info["grading_valid"]
+
+
+def test_dead_sandbox_is_an_infra_error(make_env):
+    env = make_env()
+    env.reset(seed=1)
+    env.sandbox.kill()
+    obs, reward, terminated, _, info = env.step(bash("ls"))
+    assert terminated and reward == 0.0 and info["infra_error"] and info["termination"] == "sandbox_error"
+    assert "sandbox failed" in obs[0]["content"]
