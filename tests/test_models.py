@@ -84,7 +84,7 @@ def test_tiny_model_is_deterministic_and_leaves_global_rng_alone():
     b = models.load_model("tiny")
     assert torch.equal(before, after), "loading tiny consumed the global RNG"
     assert a.config.hidden_size <= 128 and a.config.num_hidden_layers <= 4
-    for (n1, p1), (n2, p2) in zip(a.state_dict().items(), b.state_dict().items(), strict=True):
+    for (n1, p1), (_, p2) in zip(a.state_dict().items(), b.state_dict().items(), strict=True):
         assert torch.equal(p1, p2), n1
     ids = torch.tensor([[1, 2, 3, 4]])
     with torch.no_grad():
@@ -109,7 +109,7 @@ def test_local_directory_round_trip(tmp_path):
     model = models.load_model("tiny")
     model.save_pretrained(tmp_path / "ckpt")
     loaded = models.load_model(tmp_path / "ckpt")
-    for (n1, p1), (n2, p2) in zip(model.state_dict().items(), loaded.state_dict().items(), strict=True):
+    for (n1, p1), (_, p2) in zip(model.state_dict().items(), loaded.state_dict().items(), strict=True):
         assert torch.equal(p1, p2), n1
 
 
@@ -149,3 +149,13 @@ def test_hub_id_fails_fast_offline_naming_the_offline_alias():
     seconds = float(out.split()[1])
     assert seconds < 60, out
     assert "smollm2-135m-instruct" in out and "some-org/some-model" in out
+
+
+@pytest.mark.slow
+def test_default_model_can_be_saved_after_loading(tmp_path):
+    """Guards a checkpoint crash: the converted model once kept GGUF's quantization record, so every
+    save_pretrained of the loaded model (each training checkpoint) raised 'not serializable'."""
+    model = models.load_model("smollm2-135m-instruct")
+    assert getattr(model.config, "quantization_config", None) is None
+    model.save_pretrained(tmp_path / "ckpt")
+    assert (tmp_path / "ckpt" / "model.safetensors").stat().st_size > 100_000_000

@@ -40,6 +40,7 @@ from agentrl.trainer.checkpoint import (
 )
 from agentrl.trainer.heldout import evaluate
 from agentrl.trainer.monitor import Monitor
+from agentrl.trainer.pipeline import RolloutPipeline
 from agentrl.trainer.rollouts import collect_step
 from agentrl.trainer.update import train_on_minibatch, update_config_from
 
@@ -126,6 +127,8 @@ async def _train(cfg: Config, *, resume: str | None, init_from: str | None, cons
     source = model_dir(ckpt) if ckpt else (model_dir(init_from) if init_from else cfg.model.name)
     tokenizer = load_tokenizer(source if ckpt or init_from else cfg.model.name)
     model = load_model(source, dtype=cfg.model.dtype, device=cfg.model.device).train()
+    if cfg.trainer.gradient_checkpointing:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.trainer.lr, weight_decay=cfg.trainer.weight_decay)
     warmup = max(cfg.trainer.warmup_steps, 1)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup))
@@ -143,13 +146,25 @@ async def _train(cfg: Config, *, resume: str | None, init_from: str | None, cons
         with monitor:
             await run_sft(cfg, model, tokenizer, env_factory, monitor)
     engine = build_engine(cfg, model, tokenizer)
+    pipeline = None  # sync mode collects each step's batch in turn; otherwise groups stay in flight (pipeline.py)
+    if cfg.rollout.mode != "sync":
+        pipeline = RolloutPipeline(cfg, env_factory, engine, tokenizer, start_step=start_step,
+                                   end_step=cfg.trainer.steps, on_episode=monitor.episodes_done)
     last_ckpt = ckpt
     try:
+        if version:  # label the engine's (identical) weights with the resumed version: staleness is measured right
+            await sync_weights(engine, model, run_dir, version)
         with monitor:
+            if pipeline:
+                pipeline.start()
             for step in range(start_step, cfg.trainer.steps):
                 monitor.begin_step(step, cfg.rollout.tasks_per_step * cfg.rollout.group_size)
-                with monitor.phase("rollout"):
-                    batch = await collect_step(cfg, env_factory, engine, tokenizer, step, on_episode=monitor.episodes_done)
+                with monitor.phase("rollout"):  # in overlapped modes: the time the trainer waits for data
+                    if pipeline:
+                        batch = await pipeline.next_batch(step, version)
+                    else:
+                        batch = await collect_step(cfg, env_factory, engine, tokenizer, step,
+                                                   on_episode=monitor.episodes_done)
                 metrics = dict(batch.metrics)
                 if batch.trajectories:
                     with monitor.phase("update"):
@@ -160,9 +175,12 @@ async def _train(cfg: Config, *, resume: str | None, init_from: str | None, cons
                     scheduler.step()
                     version += 1
                     with monitor.phase("sync"):
-                        await sync_weights(engine, model, run_dir, version)
+                        push = partial(sync_weights, engine, model, run_dir, version)
+                        await (pipeline.sync_in_flight(push) if pipeline else push())
                 else:
                     metrics["trainer/skipped_steps"] = 1.0
+                if pipeline:
+                    pipeline.step_done(step)  # admits the groups whose staleness bound now allows them
                 metrics["trainer/lr"] = scheduler.get_last_lr()[0]
                 metrics["trainer/version"] = version
                 if _eval_due(cfg, step):
@@ -186,6 +204,8 @@ async def _train(cfg: Config, *, resume: str | None, init_from: str | None, cons
                 last_ckpt = save_checkpoint(run_dir, start_step, model=model, tokenizer=tokenizer, optimizer=optimizer,
                                             scheduler=scheduler, state={"version": version}, keep=cfg.trainer.keep_checkpoints)
     finally:
+        if pipeline:
+            await pipeline.close()
         await engine.close()
     plot = _plot(run_dir, monitor)
     monitor.console.print(

@@ -167,3 +167,18 @@ def rollout_capacity(
     capacity = min(max_concurrent − running, (η + v + 1)·B − (accepted + running)); η = 0 is synchronous.
     """
     return min(max_concurrent - running, (max_staleness + version + 1) * batch_size - (accepted + running))
+
+
+@torch.no_grad()
+def staleness_histogram(versions: Tensor, loss_mask: Tensor, current_version: int) -> dict[str, float]:
+    """staleness/hist_{0,1,2,3+}: fraction of generated tokens (m = 1, v_t ≥ 0) that are that many versions
+    behind v_cur (the same buckets as the mismatch metrics)."""
+    v = versions.reshape(-1)
+    m = loss_mask.reshape(-1).bool() & (v >= 0)
+    n = max(float(m.sum()), 1.0)
+    stale = token_staleness(v, current_version)
+    out = {}
+    for name, lo, hi in STALENESS_BUCKETS:
+        in_b = m & (stale >= lo) & (stale <= hi if hi is not None else torch.ones_like(m))
+        out[f"staleness/hist_{name}"] = float(in_b.sum()) / n
+    return out

@@ -81,51 +81,37 @@ def shaped_rewards(trajs: list[Trajectory], *, overlong_buffer: int, max_len: in
     return rewards
 
 
-async def collect_step(
-    cfg,
-    env_factory: Callable,
-    engine,
-    tokenizer,
-    step: int,
-    *,
-    on_episode: Callable[[int], None] | None = None,
-) -> StepBatch:
-    """Sample tasks for `step`, roll out groups, filter, resample to fill the batch, compute advantages."""
-    r, a = cfg.rollout, cfg.algo
-    loop_cfg = LoopConfig(
+def loop_config(cfg) -> LoopConfig:
+    """The agent-loop limits and sampling parameters of training rollouts."""
+    r = cfg.rollout
+    return LoopConfig(
         max_turns=r.max_turns, max_context_tokens=r.max_context_tokens, max_new_tokens=r.max_new_tokens,
         timeout_s=r.episode_timeout_s, temperature=r.temperature, top_p=r.top_p, top_k=r.top_k,
     )
-    kept_groups: list[list[Trajectory]] = []
-    everything: list[Trajectory] = []
-    seeds: list[int] = []
-    metrics: dict[str, float] = {}
-    for round_ in range(1 + (r.max_resample_rounds if r.dynamic_sampling else 0)):
-        need = r.tasks_per_step - len(kept_groups)
-        if need <= 0:
-            break
-        round_seeds = [task_seed(r.seed, step, round_, i) for i in range(need)]
-        seeds += round_seeds
-        groups = await run_groups(
-            env_factory, engine, tokenizer, round_seeds, group_size=r.group_size, loop_cfg=loop_cfg,
-            concurrency=r.concurrency, on_episode=on_episode,
-        )
-        for g in groups:
-            everything += g
-            g = [t for t in g if trainable(t)]
-            if not g:
-                continue
-            if r.dynamic_sampling:
-                rewards = shaped_rewards(g, overlong_buffer=a.overlong_buffer, max_len=r.max_context_tokens)
-                f = dynamic_sampling_filter(rewards, torch.zeros(len(g), dtype=torch.long))
-                for k, v in f.metrics.items():
-                    if k.startswith("rollout/zero_std_count_"):
-                        metrics[k] = metrics.get(k, 0.0) + v
-                if not bool(f.keep_group[0]):
-                    continue
-            kept_groups.append(g)
-        metrics["rollout/sample_rounds"] = round_ + 1
-    kept_groups = kept_groups[: r.tasks_per_step]
+
+
+def finish_group(group: list[Trajectory], cfg, metrics: dict[str, float]) -> list[Trajectory] | None:
+    """Failure policy, then DAPO dynamic sampling on one finished group: its trainable members, or None if
+    the group is dropped (zero-std counts are added to metrics)."""
+    g = [t for t in group if trainable(t)]
+    if not g:
+        return None
+    if cfg.rollout.dynamic_sampling:
+        rewards = shaped_rewards(g, overlong_buffer=cfg.algo.overlong_buffer, max_len=cfg.rollout.max_context_tokens)
+        f = dynamic_sampling_filter(rewards, torch.zeros(len(g), dtype=torch.long))
+        for k, v in f.metrics.items():
+            if k.startswith("rollout/zero_std_count_"):
+                metrics[k] = metrics.get(k, 0.0) + v
+        if not bool(f.keep_group[0]):
+            return None
+    return g
+
+
+def assemble_batch(
+    cfg, kept_groups: list[list[Trajectory]], everything: list[Trajectory], seeds: list[int], metrics: dict[str, float]
+) -> StepBatch:
+    """Rollout metrics and group-relative advantages over the kept groups → the StepBatch the update trains on."""
+    r, a = cfg.rollout, cfg.algo
     trajs = [t for g in kept_groups for t in g]
     metrics.update(summarize(everything))
     metrics["rollout/groups_kept"] = len(kept_groups)
@@ -147,3 +133,37 @@ async def collect_step(
         metrics["rollout/reward_trained_mean"] = float(rewards.mean())
         metrics["rollout/advantage_abs_mean"] = float(adv.abs().mean())
     return StepBatch(trajectories=trajs, advantages=advantages, all_trajectories=everything, seeds=seeds, metrics=metrics)
+
+
+async def collect_step(
+    cfg,
+    env_factory: Callable,
+    engine,
+    tokenizer,
+    step: int,
+    *,
+    on_episode: Callable[[int], None] | None = None,
+) -> StepBatch:
+    """Sample tasks for `step`, roll out groups, filter, resample to fill the batch, compute advantages."""
+    r = cfg.rollout
+    kept_groups: list[list[Trajectory]] = []
+    everything: list[Trajectory] = []
+    seeds: list[int] = []
+    metrics: dict[str, float] = {}
+    for round_ in range(1 + (r.max_resample_rounds if r.dynamic_sampling else 0)):
+        need = r.tasks_per_step - len(kept_groups)
+        if need <= 0:
+            break
+        round_seeds = [task_seed(r.seed, step, round_, i) for i in range(need)]
+        seeds += round_seeds
+        groups = await run_groups(
+            env_factory, engine, tokenizer, round_seeds, group_size=r.group_size, loop_cfg=loop_config(cfg),
+            concurrency=r.concurrency, on_episode=on_episode,
+        )
+        for g in groups:
+            everything += g
+            kept = finish_group(g, cfg, metrics)
+            if kept is not None:
+                kept_groups.append(kept)
+        metrics["rollout/sample_rounds"] = round_ + 1
+    return assemble_batch(cfg, kept_groups[: r.tasks_per_step], everything, seeds, metrics)

@@ -14,6 +14,7 @@ import random
 import torch
 
 from agentrl.trainer.batch import build_minibatch, microbatches
+from agentrl.trainer.memory import release_memory
 from agentrl.trainer.rollouts import run_groups, task_seed, trainable
 from agentrl.trainer.update import policy_logprobs
 
@@ -46,6 +47,7 @@ def sft_step(model, optimizer, trajectories, *, micro_batch_tokens: int, chunk: 
     grad_norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip))
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
+    release_memory()
     return {"sft/loss": total, "sft/grad_norm": grad_norm, "sft/action_tokens": n_tokens}
 
 

@@ -22,6 +22,7 @@ from agentrl.trainer.batch import MicroBatch, MiniBatch, microbatches
 from agentrl.trainer.corrections import CorrectionConfig, correction_weights
 from agentrl.trainer.logprobs import token_logprobs_from_hidden
 from agentrl.trainer.losses import LOSS_PRESETS, LossConfig, loss_normalizer, policy_loss
+from agentrl.trainer.memory import release_memory
 from agentrl.trainer.metrics import mismatch_metrics, staleness_metrics
 
 
@@ -77,7 +78,8 @@ def policy_logprobs(
 ) -> tuple[Tensor, Tensor | None]:
     """Logprobs (T,) of `targets` under the temperature-scaled policy, from hidden states in chunks."""
     hidden = model.base_model(
-        input_ids=micro.input_ids, position_ids=micro.position_ids, attention_mask=micro.attention_mask
+        input_ids=micro.input_ids, position_ids=micro.position_ids, attention_mask=micro.attention_mask,
+        use_cache=False,  # training forwards never reuse keys/values: building a cache only costs memory
     ).last_hidden_state[0]  # (T, H)
     weight = model.get_output_embeddings().weight  # (V, H)
     return token_logprobs_from_hidden(hidden, weight, targets, temperature=temperature, chunk=chunk, entropy=entropy)
@@ -167,6 +169,7 @@ def train_on_minibatch(
     else:
         metrics["trainer/skipped_steps"] = 1.0
     optimizer.zero_grad(set_to_none=True)
+    release_memory()
     metrics["trainer/micro_batches"] = float(len(micros))
     metrics["trainer/tokens"] = float(mb.num_tokens)
     metrics["trainer/action_tokens"] = float(norm.num_tokens)

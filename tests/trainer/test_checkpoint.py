@@ -13,7 +13,13 @@ import time
 import torch
 
 from agentrl.models import load_model
-from agentrl.trainer.checkpoint import is_complete, latest_checkpoint, list_checkpoints, load_checkpoint, save_checkpoint
+from agentrl.trainer.checkpoint import (
+    is_complete,
+    latest_checkpoint,
+    list_checkpoints,
+    load_checkpoint,
+    save_checkpoint,
+)
 
 
 def _step(model, opt):
