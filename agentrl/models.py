@@ -162,6 +162,8 @@ def resolve(name_or_path: str | os.PathLike) -> tuple[str, str]:
     if name == TINY:
         return TINY, TINY
     path = Path(name).expanduser()
+    if (path / "model" / "config.json").is_file():  # an agentrl checkpoint directory
+        path = path / "model"
     if path.exists():
         if not (path / "config.json").is_file():
             raise ModelLoadError(f"{path} is not a Hugging Face model directory (no config.json)")

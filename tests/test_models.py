@@ -108,7 +108,10 @@ def test_tiny_uses_default_tokenizer_and_chat_template():
 def test_local_directory_round_trip(tmp_path):
     model = models.load_model("tiny")
     model.save_pretrained(tmp_path / "ckpt")
+    (tmp_path / "run").mkdir()
+    model.save_pretrained(tmp_path / "run" / "model")
     loaded = models.load_model(tmp_path / "ckpt")
+    assert models.resolve(tmp_path / "run") == ("dir", str(tmp_path / "run" / "model")), "a checkpoint dir → its model/"
     for (n1, p1), (_, p2) in zip(model.state_dict().items(), loaded.state_dict().items(), strict=True):
         assert torch.equal(p1, p2), n1
 
