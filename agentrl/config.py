@@ -170,22 +170,6 @@ class SFTConfig(_Section):
     """Trajectories per optimizer step."""
 
 
-class SandboxSection(_Section):
-    backend: Literal["auto", "docker", "bwrap", "local"] = "auto"
-    """Sandbox backend (auto = docker, else bubblewrap; local only when asked: no isolation)."""
-    memory_mb: int = Field(1024, ge=64)
-    """Memory limit per sandbox."""
-    cpus: float = Field(1.0, gt=0)
-    """CPU limit per sandbox."""
-    pool_size: int = Field(4, ge=0)
-    """Warm sandboxes kept ready per image."""
-
-
-class ClusterConfig(_Section):
-    backend: Literal["local"] = "local"
-    """Where rollout workers run (Ray comes with the scale-out work)."""
-
-
 class Config(_Section):
     """The whole run configuration."""
 
@@ -195,8 +179,6 @@ class Config(_Section):
     algo: AlgoConfig = Field(default_factory=AlgoConfig)
     trainer: TrainerConfig = Field(default_factory=TrainerConfig)
     sft: SFTConfig = Field(default_factory=SFTConfig)
-    sandbox: SandboxSection = Field(default_factory=SandboxSection)
-    cluster: ClusterConfig = Field(default_factory=ClusterConfig)
 
     @model_validator(mode="after")
     def _combinations(self) -> Config:
