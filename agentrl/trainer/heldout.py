@@ -8,11 +8,10 @@ so the number moves only when the policy does.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 
-from agentrl.rollout.agent_loop import LoopConfig
-from agentrl.trainer.rollouts import run_groups, task_seed, trainable
+from agentrl.trainer.rollouts import loop_config, run_groups, task_seed, trainable
 
 
 @dataclass
@@ -37,7 +36,8 @@ def wilson(successes: float, n: int, z: float = 1.96) -> tuple[float, float]:
     denom = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # At p = 0 or 1 the bound is exactly p; rounding can land a hair inside it, so keep p in the interval.
+    return max(0.0, min(p, centre - half)), min(1.0, max(p, centre + half))
 
 
 async def evaluate(cfg, engine, tokenizer, episodes: int, *, temperature: float = 0.0, on_episode=None) -> HeldOut:
@@ -46,8 +46,7 @@ async def evaluate(cfg, engine, tokenizer, episodes: int, *, temperature: float 
 
     r = cfg.rollout
     factory = partial(make, cfg.env.name, **{**cfg.env.kwargs, **cfg.env.eval_kwargs})
-    loop_cfg = LoopConfig(max_turns=r.max_turns, max_context_tokens=r.max_context_tokens, max_new_tokens=r.max_new_tokens,
-                          timeout_s=r.episode_timeout_s, temperature=temperature, top_p=1.0, top_k=-1)
+    loop_cfg = replace(loop_config(cfg), temperature=temperature, top_p=1.0, top_k=-1)
     seeds = [task_seed(r.seed, -2, 0, i) for i in range(episodes)]
     groups = await run_groups(factory, engine, tokenizer, seeds, group_size=1, loop_cfg=loop_cfg,
                               concurrency=r.concurrency, on_episode=on_episode)

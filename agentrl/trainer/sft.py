@@ -15,17 +15,14 @@ import torch
 
 from agentrl.trainer.batch import build_minibatch, microbatches
 from agentrl.trainer.memory import release_memory
-from agentrl.trainer.rollouts import run_groups, task_seed, trainable
+from agentrl.trainer.rollouts import loop_config, run_groups, task_seed, trainable
 from agentrl.trainer.update import policy_logprobs
 
 
 async def expert_trajectories(cfg, env_factory, tokenizer, episodes: int, *, on_episode=None) -> list:
     """Collect `episodes` expert episodes (distinct task seeds); episodes the env could not finish are dropped."""
-    from agentrl.rollout.agent_loop import LoopConfig
-
     r = cfg.rollout
-    loop_cfg = LoopConfig(max_turns=r.max_turns, max_context_tokens=r.max_context_tokens,
-                          max_new_tokens=r.max_new_tokens, timeout_s=r.episode_timeout_s)
+    loop_cfg = loop_config(cfg)  # sampling settings are unused: the expert acts
     seeds = [task_seed(r.seed + 7919, -1, 0, i) for i in range(episodes)]
     groups = await run_groups(env_factory, None, tokenizer, seeds, group_size=1, loop_cfg=loop_cfg,
                               concurrency=r.concurrency, expert=True, on_episode=on_episode)
