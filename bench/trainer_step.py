@@ -26,8 +26,7 @@ import torch
 import agentrl
 from agentrl.config import load_config
 from agentrl.models import load_model, load_tokenizer
-from agentrl.rollout.embedded import EmbeddedEngine
-from agentrl.trainer.loop import _update, sync_weights
+from agentrl.trainer.loop import _update, build_engine, sync_weights
 from agentrl.trainer.rollouts import collect_step
 from agentrl.trainer.update import update_config_from
 from agentrl.types import user
@@ -74,7 +73,7 @@ async def main(args) -> None:
     ceiling = gflops * 1e9 / (6 * n_params)
     print(f"CPU fp32 matmul: {gflops:.1f} GFLOP/s → training ceiling ≈ {ceiling:.0f} tok/s for {n_params / 1e6:.0f}M params")
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.trainer.lr)
-    engine = EmbeddedEngine(__import__("copy").deepcopy(model).eval(), tok, seed=0)
+    engine = build_engine(cfg, model, tok)  # the same embedded copy of the policy that `agentrl train` uses
     ucfg = update_config_from(cfg)
     rows = []
     try:
