@@ -123,6 +123,10 @@ class AlgoConfig(_Section):
     """KL estimator for the reference term."""
     overlong_buffer: int = Field(0, ge=0)
     """DAPO overlong shaping buffer in action tokens before rollout.max_context_tokens (0 disables)."""
+    format_reward: float = Field(0.0, ge=0)
+    """Weight c of a format term added to each scored episode's reward: c × the share of its turns whose action
+    parsed as a tool call (a format reward, as in DeepSeek-R1). Gives a weak model a gradient before it solves
+    any task; keep c well below the task reward. 0 disables."""
 
 
 class TrainerConfig(_Section):

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 PANELS: list[tuple[str, list[str]]] = [
-    ("reward", ["rollout/reward_mean", "rollout/reward_trained_mean"]),
+    ("reward", ["rollout/reward_mean", "rollout/reward_trained_mean", "rollout/format_ok_share", "eval/reward_mean"]),
     ("entropy", ["actor/entropy"]),
     ("KL", ["actor/ppo_kl", "actor/ref_kl", "mismatch/kl_k3"]),
     ("IS weight w = π_old/μ", ["mismatch/tis_mean", "mismatch/tis_abs", "mismatch/tis_clipfrac"]),

@@ -72,9 +72,17 @@ async def run_groups(
     return list(await asyncio.gather(*(group(s) for s in seeds)))
 
 
-def shaped_rewards(trajs: list[Trajectory], *, overlong_buffer: int, max_len: int) -> torch.Tensor:
-    """Rewards (n,) plus DAPO overlong shaping on action tokens of the whole trajectory when enabled."""
-    rewards = torch.tensor([t.reward for t in trajs], dtype=torch.float64)
+def format_share(traj: Trajectory) -> float:
+    """Share of an episode's turns whose action parsed as a tool call (0 for an episode with no turns)."""
+    turns = traj.metrics.get("rollout/turns", 0)
+    return 1.0 - traj.metrics.get("rollout/format_errors", 0) / turns if turns else 0.0
+
+
+def shaped_rewards(
+    trajs: list[Trajectory], *, overlong_buffer: int, max_len: int, format_reward: float = 0.0
+) -> torch.Tensor:
+    """Rewards (n,) plus the format term and DAPO overlong shaping on action tokens when enabled."""
+    rewards = torch.tensor([t.reward + format_reward * format_share(t) for t in trajs], dtype=torch.float64)
     if overlong_buffer > 0 and trajs:
         lengths = torch.tensor([t.num_action_tokens for t in trajs], dtype=torch.float64)
         rewards = rewards + overlong_penalty(lengths, max_len=max_len, cache_len=min(overlong_buffer, max_len))
@@ -97,7 +105,10 @@ def finish_group(group: list[Trajectory], cfg, metrics: dict[str, float]) -> lis
     if not g:
         return None
     if cfg.rollout.dynamic_sampling:
-        rewards = shaped_rewards(g, overlong_buffer=cfg.algo.overlong_buffer, max_len=cfg.rollout.max_context_tokens)
+        rewards = shaped_rewards(
+            g, overlong_buffer=cfg.algo.overlong_buffer, max_len=cfg.rollout.max_context_tokens,
+            format_reward=cfg.algo.format_reward,
+        )
         f = dynamic_sampling_filter(rewards, torch.zeros(len(g), dtype=torch.long))
         for k, v in f.metrics.items():
             if k.startswith("rollout/zero_std_count_"):
@@ -118,13 +129,16 @@ def assemble_batch(
     metrics["rollout/groups_sampled"] = len(seeds)
     metrics["rollout/zero_std_frac"] = 1.0 - len(kept_groups) / max(len(seeds), 1)
     metrics["rollout/masked_episodes"] = sum(not trainable(t) for t in everything)
+    metrics["rollout/format_ok_share"] = sum(format_share(t) for t in everything) / max(len(everything), 1)
     metrics["rollout/truncation_rate"] = sum(t.termination.value in ("max_tokens", "max_turns") for t in everything) / max(
         len(everything), 1
     )
     advantages: list[float] = []
     if trajs:
         group_index = torch.tensor([gi for gi, g in enumerate(kept_groups) for _ in g], dtype=torch.long)
-        rewards = shaped_rewards(trajs, overlong_buffer=a.overlong_buffer, max_len=r.max_context_tokens)
+        rewards = shaped_rewards(
+            trajs, overlong_buffer=a.overlong_buffer, max_len=r.max_context_tokens, format_reward=a.format_reward
+        )
         lengths = torch.tensor([float(t.num_action_tokens) for t in trajs], dtype=torch.float64)
         adv = compute_advantages(
             a.advantage, rewards, group_index, AdvantageConfig(eps=a.adv_eps, alpha=a.adv_alpha), action_lengths=lengths

@@ -55,3 +55,23 @@ def test_dynamic_sampling_slime_rule_drops_singletons():
     r, gi = _groups()
     f = dynamic_sampling_filter(r, gi, keep_singletons=False)
     assert f.keep_group.tolist() == [True, False, False, True, False]
+
+
+def _episode(reward: float, turns: int, format_errors: int):
+    from agentrl.types import Trajectory
+
+    return Trajectory(id="t", group_id="g", env_id="e", task_id="k", reward=reward,
+                      metrics={"rollout/turns": turns, "rollout/format_errors": format_errors})
+
+
+def test_format_reward_pays_for_the_share_of_well_formed_turns():
+    from agentrl.trainer.rollouts import shaped_rewards
+
+    group = [_episode(0.0, 3, 3), _episode(0.0, 4, 1), _episode(1.0, 2, 0), _episode(0.0, 0, 0)]
+    plain = shaped_rewards(group, overlong_buffer=0, max_len=64)
+    torch.testing.assert_close(plain, torch.tensor([0.0, 0.0, 1.0, 0.0], dtype=F64))
+    shaped = shaped_rewards(group, overlong_buffer=0, max_len=64, format_reward=0.2)
+    torch.testing.assert_close(shaped, torch.tensor([0.0, 0.15, 1.2, 0.0], dtype=F64))
+    # a group that never solves the task still carries variance once its members differ in format
+    assert bool(dynamic_sampling_filter(shaped[:2], torch.zeros(2, dtype=torch.long)).keep_group[0])
+    assert not bool(dynamic_sampling_filter(plain[:2], torch.zeros(2, dtype=torch.long)).keep_group[0])
