@@ -9,6 +9,7 @@ The defaults run on a 2-core CPU with the default model.
 from __future__ import annotations
 
 import difflib
+import importlib.util
 from pathlib import Path
 from typing import Any, Literal
 
@@ -47,6 +48,10 @@ class RolloutConfig(_Section):
     """Generation backend: in-process transformers engine, or SGLang servers at `urls`."""
     urls: list[str] = Field(default_factory=list)
     """SGLang server URLs (engine=sglang)."""
+    max_batch_size: int = Field(64, ge=1)
+    """Embedded engine: requests decoded together. CPU kernels are not batch-invariant, so with near-flat
+    distributions (a random model) ~1e-3 of sampled tokens depend on what else was batched; 1 makes every
+    sample a function of its seed alone (bitwise), at the cost of throughput."""
     tasks_per_step: int = Field(4, ge=1)
     """Distinct tasks (groups) per training step."""
     group_size: int = Field(4, ge=1)
@@ -174,6 +179,33 @@ class SFTConfig(_Section):
     """Trajectories per optimizer step."""
 
 
+class ClusterConfig(_Section):
+    backend: Literal["local", "ray"] = "local"
+    """Where episodes run: in this process (local), or in rollout-worker actors on a Ray cluster (ray; needs
+    `pip install 'agentrl[ray]'`). The trainer, the embedded engine and held-out evaluation stay in the driver."""
+    address: str | None = None
+    """Ray cluster to join (backend=ray): "auto" (the one `ray start` made on this machine), "host:6379" or
+    "ray://host:10001". None starts a single-machine cluster on loopback for this run and stops it afterwards."""
+    num_workers: int = Field(2, ge=1)
+    """Rollout-worker actors; each builds its env instances (and their sandboxes) on the node Ray places it on."""
+    cpus_per_worker: float = Field(1.0, gt=0)
+    """Ray CPUs each worker reserves (placement only: its episodes mostly wait on the engine and sandboxes)."""
+    worker_resources: dict[str, float] = Field(default_factory=dict)
+    """Custom Ray resources each worker needs, e.g. {docker: 1}: workers then run only on nodes started with
+    `ray start --resources='{"docker": 1}'` (where a Docker engine runs the sandboxes)."""
+    worker_concurrency: int = Field(8, ge=1)
+    """Episodes in flight per worker: the driver's back-pressure bound (replaces rollout.concurrency with
+    backend=ray: at most num_workers × worker_concurrency episodes run at once)."""
+    engine_host: str = "127.0.0.1"
+    """rollout.engine=embedded: the address the driver serves its engine on (SGLang's HTTP API) for the
+    workers; set it to the driver node's IP on a multi-node cluster."""
+    engine_port: int = Field(0, ge=0, le=65535)
+    """Port of that server (0 = any free port)."""
+    max_episode_retries: int = Field(1, ge=0)
+    """Times an episode lost with its worker (actor or node died) is dispatched again to a live worker;
+    after that it ends as env_error and is masked, never trained as reward 0."""
+
+
 class Config(_Section):
     """The whole run configuration."""
 
@@ -183,6 +215,7 @@ class Config(_Section):
     algo: AlgoConfig = Field(default_factory=AlgoConfig)
     trainer: TrainerConfig = Field(default_factory=TrainerConfig)
     sft: SFTConfig = Field(default_factory=SFTConfig)
+    cluster: ClusterConfig = Field(default_factory=ClusterConfig)
 
     @model_validator(mode="after")
     def _combinations(self) -> Config:
@@ -214,6 +247,14 @@ class Config(_Section):
                 f"rollout.drop_staleness={r.drop_staleness} is below rollout.max_staleness={r.max_staleness}: "
                 "admitted groups would be dropped (use ≥ max_staleness or leave it unset)"
             )
+        c = self.cluster
+        if c.backend == "ray" and importlib.util.find_spec("ray") is None:
+            problems.append("cluster.backend=ray needs Ray, which is not installed (pip install 'agentrl[ray]')")
+        for name, amount in c.worker_resources.items():
+            if name in ("CPU", "GPU"):
+                problems.append(f"cluster.worker_resources.{name} is not a custom resource (use cluster.cpus_per_worker)")
+            elif amount <= 0:
+                problems.append(f"cluster.worker_resources.{name}={amount} must be > 0")
         if problems:
             raise ValueError("; ".join(problems))
         return self
@@ -233,6 +274,18 @@ def _all_paths(model: type[BaseModel], prefix: str = "") -> list[str]:
         ann = field.annotation
         if isinstance(ann, type) and issubclass(ann, BaseModel):
             out.extend(_all_paths(ann, path + "."))
+    return out
+
+
+def _dict_paths(model: type[BaseModel], prefix: str = "") -> list[str]:
+    """Dotted paths of the schema's dict-valued fields (their sub-keys are free: env.kwargs.split=dev)."""
+    out = []
+    for name, field in model.model_fields.items():
+        ann = field.annotation
+        if isinstance(ann, type) and issubclass(ann, BaseModel):
+            out.extend(_dict_paths(ann, f"{prefix}{name}."))
+        elif getattr(ann, "__origin__", None) is dict:
+            out.append(f"{prefix}{name}")
     return out
 
 
@@ -328,7 +381,8 @@ def load_config(env: str | None = None, config_file: str | Path | None = None, o
     problems = []
     for item in overrides:
         keys, value = parse_override(item)
-        if ".".join(keys) not in _all_paths(Config) and not (len(keys) > 2 and keys[0] == "env" and "kwargs" in keys[1]):
+        in_dict = any(".".join(keys[:i]) in _dict_paths(Config) for i in range(1, len(keys)))
+        if ".".join(keys) not in _all_paths(Config) and not in_dict:
             problems.append(f"{'.'.join(keys)} is not a key{_suggest('.'.join(keys))}")
             continue
         _set(tree, keys, value)

@@ -20,6 +20,10 @@ class ModelLoadError(AgentRLError):
     """A model or tokenizer could not be loaded (bad path, unreachable hub, corrupt cache)."""
 
 
+class ClusterError(AgentRLError):
+    """The Ray cluster cannot host the rollout workers (unreachable, or no node has the resources they need)."""
+
+
 class EngineError(Exception):
     """A generation engine failed (server error, abort, connection lost past the retry deadline)."""
 

@@ -65,3 +65,41 @@ def test_dump_round_trips():
 def test_every_shipped_preset_validates(preset):
     data = yaml.safe_load((CONFIG_DIR / preset).read_text())
     Config.model_validate(data)
+
+
+def test_bad_cluster_settings_are_reported_in_one_message():
+    """Guards the cluster section's validation: a typo in the backend and a worker count of 0 come back
+    together, each naming its key and what is allowed."""
+    with pytest.raises(ConfigError) as e:
+        load_config(None, overrides=["cluster.backend=rayy", "cluster.num_workers=0"])
+    msg = str(e.value)
+    assert msg.startswith("config: 2 problems: ")
+    assert "cluster.backend='rayy' is not allowed (allowed: 'local' or 'ray')" in msg
+    assert "cluster.num_workers=0: Input should be greater than or equal to 1" in msg
+
+
+def test_ray_backend_without_ray_names_the_extra_to_install(monkeypatch):
+    """Guards the optional extra: without Ray, backend=ray is a config error with the install command, not an
+    ImportError traceback at start-up."""
+    import importlib.util
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "ray" else find_spec(name, *a))
+    with pytest.raises(ConfigError, match=re.escape("cluster.backend=ray needs Ray, which is not installed (pip install 'agentrl[ray]')")):
+        load_config(None, overrides=["cluster.backend=ray"])
+
+
+def test_worker_resources_take_dotted_keys():
+    cfg = load_config(None, overrides=["cluster.backend=ray", "cluster.worker_resources.docker=1"])
+    assert cfg.cluster.worker_resources == {"docker": 1.0}
+    with pytest.raises(ConfigError, match=re.escape("cluster.worker_resources.CPU is not a custom resource")):
+        load_config(None, overrides=["cluster.worker_resources.CPU=1"])
+
+
+def test_the_local_backend_does_not_import_ray():
+    """Guards `cluster.backend=local needs no Ray`: the training loop and the backends import without it."""
+    import subprocess
+    import sys
+
+    code = "import sys, agentrl.trainer.loop, agentrl.cluster; sys.exit('ray' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], timeout=120).returncode == 0

@@ -8,6 +8,7 @@ closed afterwards. Episodes whose termination maps to FailureAction.RETRY are ru
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -36,17 +37,25 @@ async def _close(env: Any) -> None:
         pass
 
 
-async def _one(env_factory: EnvFactory, engine: Engine | None, renderer: Any, cfg: LoopConfig, *, seed: int | None,
-               options: dict | None, expert: bool, group_id: str, semaphore: asyncio.Semaphore,
-               max_retries: int, member: int = 0) -> Trajectory:
+def member_sampling_seed(seed: int | None, member: int, attempt: int) -> int | None:
+    """The sampling seed of attempt `attempt` of group member `member` on task `seed` (None without a task
+    seed): members differ, and a rerun of the same task seed (on any worker) reproduces the same samples."""
+    return None if seed is None else (seed * 65_537 + member * 257 + attempt) & 0x7FFFFFFF
+
+
+async def run_member(env_factory: EnvFactory, engine: Engine | None, renderer: Any, cfg: LoopConfig, *,
+                     seed: int | None, options: dict | None = None, expert: bool = False, group_id: str = "",
+                     member: int = 0, max_retries: int = 0,
+                     semaphore: asyncio.Semaphore | None = None) -> Trajectory:
     """One episode of a group (with retries); an env that cannot be built ends as env_error.
 
-    With a task seed, member m's attempt a samples with a seed derived from (seed, m, a): group members
-    differ, and a rerun of the same task seed reproduces the same samples.
+    Member m's attempt a samples with member_sampling_seed(seed, m, a). Each attempt builds a fresh env and
+    closes it afterwards; `semaphore` (if any) bounds the episodes running at once. Both backends run every
+    episode through here: the local one in this process, the Ray one inside a rollout worker.
     """
     for attempt in range(max_retries + 1):
-        sampling_seed = None if seed is None else (seed * 65_537 + member * 257 + attempt) & 0x7FFFFFFF
-        async with semaphore:
+        sampling_seed = member_sampling_seed(seed, member, attempt)
+        async with semaphore or contextlib.nullcontext():
             try:
                 env = await asyncio.to_thread(_make_env, env_factory)
             except Exception as e:
@@ -74,8 +83,8 @@ async def collect_group(env_factory: EnvFactory, engine: Engine | None, tokenize
     group_id = group_id or uuid.uuid4().hex
     semaphore = semaphore or asyncio.Semaphore(group_size)
     return list(await asyncio.gather(*(
-        _one(env_factory, engine, renderer, cfg or LoopConfig(), seed=seed, options=options, expert=expert,
-             group_id=group_id, semaphore=semaphore, max_retries=max_retries, member=m)
+        run_member(env_factory, engine, renderer, cfg or LoopConfig(), seed=seed, options=options, expert=expert,
+                   group_id=group_id, semaphore=semaphore, max_retries=max_retries, member=m)
         for m in range(group_size))))
 
 
@@ -102,6 +111,7 @@ def summarize(trajectories: Sequence[Trajectory]) -> dict[str, float]:
     out["rollout/reward_mean"] = sum(t.reward for t in trajectories) / n
     for key in ("rollout/turns", "rollout/tokens", "rollout/action_tokens", "timing/episode_s"):
         out[key + "_mean"] = sum(t.metrics.get(key, 0) for t in trajectories) / n
-    for key in ("rollout/forks", "rollout/format_errors", "rollout/retries", "rollout/length_truncated_actions"):
+    for key in ("rollout/forks", "rollout/format_errors", "rollout/retries", "rollout/length_truncated_actions",
+                "rollout/workers_lost"):
         out[key] = sum(t.metrics.get(key, 0) for t in trajectories)
     return out

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import torch
 
+from agentrl.cluster import build_rollouts
 from agentrl.config import Config, dump_config
 from agentrl.errors import ConfigError
 from agentrl.trainer.checkpoint import (
@@ -76,7 +77,8 @@ def build_engine(cfg: Config, model, tokenizer):
 
     from agentrl.rollout.embedded import EmbeddedEngine
 
-    return EmbeddedEngine(copy.deepcopy(model).eval(), tokenizer, seed=cfg.rollout.seed)
+    return EmbeddedEngine(copy.deepcopy(model).eval(), tokenizer, seed=cfg.rollout.seed,
+                          max_batch_size=cfg.rollout.max_batch_size)
 
 
 async def sync_weights(engine, model, run_dir: Path, version: int) -> None:
@@ -146,12 +148,15 @@ async def _train(cfg: Config, *, resume: str | None, init_from: str | None, cons
         with monitor:
             await run_sft(cfg, model, tokenizer, env_factory, monitor)
     engine = build_engine(cfg, model, tokenizer)
-    pipeline = None  # sync mode collects each step's batch in turn; otherwise groups stay in flight (pipeline.py)
-    if cfg.rollout.mode != "sync":
-        pipeline = RolloutPipeline(cfg, env_factory, engine, tokenizer, start_step=start_step,
-                                   end_step=cfg.trainer.steps, on_episode=monitor.episodes_done)
+    rollouts = pipeline = None  # pipeline: in overlapped modes groups stay in flight (pipeline.py)
     last_ckpt = ckpt
     try:
+        rollouts = await build_rollouts(cfg, env_factory, engine, tokenizer)  # this process, or Ray workers
+        if cfg.cluster.backend == "ray":
+            monitor.console.print(rollouts.describe())
+        if cfg.rollout.mode != "sync":
+            pipeline = RolloutPipeline(cfg, env_factory, engine, tokenizer, start_step=start_step,
+                                       end_step=cfg.trainer.steps, on_episode=monitor.episodes_done, rollouts=rollouts)
         if version:  # label the engine's (identical) weights with the resumed version: staleness is measured right
             await sync_weights(engine, model, run_dir, version)
         with monitor:
@@ -164,7 +169,7 @@ async def _train(cfg: Config, *, resume: str | None, init_from: str | None, cons
                         batch = await pipeline.next_batch(step, version)
                     else:
                         batch = await collect_step(cfg, env_factory, engine, tokenizer, step,
-                                                   on_episode=monitor.episodes_done)
+                                                   on_episode=monitor.episodes_done, rollouts=rollouts)
                 metrics = dict(batch.metrics)
                 if batch.trajectories:
                     with monitor.phase("update"):
@@ -206,6 +211,8 @@ async def _train(cfg: Config, *, resume: str | None, init_from: str | None, cons
     finally:
         if pipeline:
             await pipeline.close()
+        if rollouts:
+            await rollouts.close()
         await engine.close()
     plot = _plot(run_dir, monitor)
     monitor.console.print(

@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 
 import torch
 
+from agentrl.cluster import LocalRollouts, Rollouts
 from agentrl.errors import EngineError
-from agentrl.rollout.collector import as_renderer, collect_group
 from agentrl.trainer.metrics import staleness_histogram
 from agentrl.trainer.rollouts import StepBatch, assemble_batch, finish_group, loop_config, task_seed
 from agentrl.types import Trajectory
@@ -63,12 +63,14 @@ class RolloutPipeline:
     """Producer of GRPO groups under staleness admission, and the consumer API the training loop calls."""
 
     def __init__(self, cfg, env_factory: Callable, engine, tokenizer, *, start_step: int, end_step: int,
-                 on_episode: Callable[[int], None] | None = None, timeout_s: float | None = None):
+                 on_episode: Callable[[int], None] | None = None, timeout_s: float | None = None,
+                 rollouts: Rollouts | None = None):
         """start_step/end_step: the steps this run trains (tickets start_step·B … end_step·B − 1).
-        timeout_s: deadline of any single wait (default: a few episode timeouts)."""
+        timeout_s: deadline of any single wait (default: a few episode timeouts).
+        rollouts: where episodes run (the run's backend; default: this process, rollout.concurrency at once)."""
         r = cfg.rollout
-        self.cfg, self.env_factory, self.engine = cfg, env_factory, engine
-        self.renderer = as_renderer(tokenizer)
+        self.cfg, self.engine = cfg, engine
+        self.rollouts = rollouts or LocalRollouts(env_factory, engine, tokenizer, concurrency=r.concurrency)
         self.on_episode = on_episode
         self.in_order = r.mode == "one_step_off"
         self.eta = 1 if self.in_order else r.max_staleness
@@ -82,7 +84,6 @@ class RolloutPipeline:
         self._finished: list[_Finished] = []
         self._queue: asyncio.Queue[_Finished] = asyncio.Queue(maxsize=(self.eta + 1) * self.B)
         self._tasks: set[asyncio.Task] = set()
-        self._semaphore = asyncio.Semaphore(r.concurrency)
 
     # ---- consumer API (called by the training loop) ----
 
@@ -156,10 +157,7 @@ class RolloutPipeline:
                 out.metrics["rollout/sample_rounds"] = round_ + 1
                 try:
                     group = await asyncio.wait_for(
-                        collect_group(self.env_factory, self.engine, self.renderer, seed=seed,
-                                      group_size=r.group_size, cfg=loop_config(self.cfg),
-                                      semaphore=self._semaphore, max_retries=1),
-                        self.timeout_s,
+                        self.rollouts.collect_group(seed, r.group_size, cfg=loop_config(self.cfg)), self.timeout_s
                     )
                 except TimeoutError:  # a backstop: episodes have their own timeout inside the agent loop
                     out.metrics["pipeline/group_timeouts"] = out.metrics.get("pipeline/group_timeouts", 0) + 1

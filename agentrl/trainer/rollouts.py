@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 
 import torch
 
+from agentrl.cluster import LocalRollouts, Rollouts
 from agentrl.rollout.agent_loop import LoopConfig
-from agentrl.rollout.collector import as_renderer, collect_group, summarize
+from agentrl.rollout.collector import summarize
 from agentrl.trainer.advantages import AdvantageConfig, compute_advantages
 from agentrl.trainer.shaping import dynamic_sampling_filter, overlong_penalty
 from agentrl.types import FAILURE_POLICY, FailureAction, Trajectory
@@ -55,16 +56,14 @@ async def run_groups(
     concurrency: int,
     expert: bool = False,
     on_episode: Callable[[int], None] | None = None,
+    rollouts: Rollouts | None = None,
 ) -> list[list[Trajectory]]:
-    """One group per seed, concurrently (at most `concurrency` episodes at once); reports finished episodes."""
-    renderer = as_renderer(tokenizer)
-    semaphore = asyncio.Semaphore(concurrency)
+    """One group per seed, concurrently; reports finished episodes. Episodes run on `rollouts` (the run's
+    backend) or, by default, in this process with at most `concurrency` at once."""
+    rollouts = rollouts or LocalRollouts(env_factory, engine, tokenizer, concurrency=concurrency)
 
     async def group(seed: int) -> list[Trajectory]:
-        trajs = await collect_group(
-            env_factory, engine, renderer, seed=seed, group_size=group_size, cfg=loop_cfg,
-            expert=expert, semaphore=semaphore, max_retries=1,
-        )
+        trajs = await rollouts.collect_group(seed, group_size, cfg=loop_cfg, expert=expert)
         if on_episode is not None:
             on_episode(len(trajs))
         return trajs
@@ -157,8 +156,10 @@ async def collect_step(
     step: int,
     *,
     on_episode: Callable[[int], None] | None = None,
+    rollouts: Rollouts | None = None,
 ) -> StepBatch:
-    """Sample tasks for `step`, roll out groups, filter, resample to fill the batch, compute advantages."""
+    """Sample tasks for `step`, roll out groups (on `rollouts`, by default in this process), filter, resample
+    to fill the batch, compute advantages."""
     r = cfg.rollout
     kept_groups: list[list[Trajectory]] = []
     everything: list[Trajectory] = []
@@ -172,7 +173,7 @@ async def collect_step(
         seeds += round_seeds
         groups = await run_groups(
             env_factory, engine, tokenizer, round_seeds, group_size=r.group_size, loop_cfg=loop_config(cfg),
-            concurrency=r.concurrency, on_episode=on_episode,
+            concurrency=r.concurrency, on_episode=on_episode, rollouts=rollouts,
         )
         for g in groups:
             everything += g
