@@ -7,8 +7,10 @@ What the logprob is (the contract of the embedded engine):
   (see reference/sglang_api.md §4), so the embedded engine is the exact one.
 - temperature 0: greedy argmax; the logprob is log_softmax(logits) of the unscaled distribution (as SGLang).
 
-Each row draws with its own generator (seeded from the request's seed), so a row's sample does not depend on
-which other requests share its batch, and a fixed seed reproduces it.
+Each row draws with its own generator (seeded from the request's seed), so the random draw does not depend on
+which other requests share its batch, and a fixed seed reproduces it. The logits themselves are not
+batch-invariant on CPU (~1e-6), so a draw that lands within that of a CDF boundary can still flip with the
+batch; `EmbeddedEngine(max_batch_size=1)` makes samples a function of the seed alone.
 """
 
 from __future__ import annotations
