@@ -8,7 +8,7 @@ so the number moves only when the policy does.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 
 from agentrl.trainer.rollouts import loop_config, run_groups, task_seed, trainable
@@ -23,6 +23,8 @@ class HeldOut:
     high: float
     n: int
     masked: int
+    per_task: dict[int, float] = field(default_factory=dict, repr=False)
+    """Clipped reward of each scored episode by task seed: two evaluations of one config pair up by seed."""
 
     def __str__(self) -> str:
         return f"{self.mean:.3f} [{self.low:.3f}, {self.high:.3f}] (n={self.n})"
@@ -50,8 +52,21 @@ async def evaluate(cfg, engine, tokenizer, episodes: int, *, temperature: float 
     seeds = [task_seed(r.seed, -2, 0, i) for i in range(episodes)]
     groups = await run_groups(factory, engine, tokenizer, seeds, group_size=1, loop_cfg=loop_cfg,
                               concurrency=r.concurrency, on_episode=on_episode)
-    trajs = [t for g in groups for t in g]
-    scored = [t for t in trajs if trainable(t)]
-    total = sum(min(max(t.reward, 0.0), 1.0) for t in scored)
-    low, high = wilson(total, len(scored))
-    return HeldOut(mean=total / max(len(scored), 1), low=low, high=high, n=len(scored), masked=len(trajs) - len(scored))
+    per_task = {seed: min(max(t.reward, 0.0), 1.0) for seed, g in zip(seeds, groups, strict=True) for t in g
+                if trainable(t)}
+    total = sum(per_task.values())
+    low, high = wilson(total, len(per_task))
+    return HeldOut(mean=total / max(len(per_task), 1), low=low, high=high, n=len(per_task),
+                   masked=len(seeds) - len(per_task), per_task=per_task)
+
+
+def paired_sign_test(before: HeldOut, after: HeldOut) -> tuple[int, int, float]:
+    """(tasks only `after` solves, tasks only `before` solves, exact two-sided p-value) over the tasks both
+    scored: McNemar's exact test on the discordant pairs, sharper than comparing two intervals because each
+    task is its own control. A task counts as solved at reward ≥ 0.5."""
+    common = before.per_task.keys() & after.per_task.keys()
+    gained = sum(after.per_task[s] >= 0.5 > before.per_task[s] for s in common)
+    lost = sum(before.per_task[s] >= 0.5 > after.per_task[s] for s in common)
+    n, k = gained + lost, min(gained, lost)
+    p = min(1.0, 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2**n) if n else 1.0
+    return gained, lost, p

@@ -8,7 +8,7 @@ import pytest
 
 from agentrl.models import load_model, load_tokenizer
 from agentrl.rollout.embedded import EmbeddedEngine
-from agentrl.trainer.heldout import evaluate, wilson
+from agentrl.trainer.heldout import HeldOut, evaluate, paired_sign_test, wilson
 from tests.trainer.test_loop import _cfg  # registers the test envs
 
 
@@ -32,4 +32,22 @@ def test_greedy_evaluation_is_deterministic_and_counts_every_episode(tmp_path):
     first, second = asyncio.run(run())
     assert first.n == 6 and first.masked == 0
     assert first.mean == second.mean, "greedy held-out evaluation must not depend on the run"
+    assert len(first.per_task) == 6 and first.per_task == second.per_task
+    assert sum(first.per_task.values()) / 6 == pytest.approx(first.mean)
     assert first.low <= first.mean <= first.high
+
+
+def _outcomes(solved: dict[int, bool]) -> HeldOut:
+    return HeldOut(mean=0.0, low=0.0, high=1.0, n=len(solved), masked=0,
+                   per_task={seed: float(ok) for seed, ok in solved.items()})
+
+
+def test_paired_sign_test_counts_discordant_tasks_and_gives_the_exact_p_value():
+    before = _outcomes({i: i < 10 for i in range(20)})  # solves tasks 0-9
+    after = _outcomes({i: i == 0 or 2 <= i < 18 for i in range(20)})  # loses task 1, gains 10-17
+    gained, lost, p = paired_sign_test(before, after)
+    assert (gained, lost) == (8, 1)
+    assert p == pytest.approx(2 * (1 + 9) / 2**9)  # two-sided exact binomial, n = 9 discordant, k = 1
+    assert paired_sign_test(before, before) == (0, 0, 1.0)
+    # tasks only one side scored (masked on the other) are left out
+    assert paired_sign_test(before, _outcomes({100: True})) == (0, 0, 1.0)
