@@ -4,20 +4,28 @@ expert warm start (SFT), and after GRPO from that checkpoint, with the wall time
 Accuracy is the mean reward of greedy episodes on held-out tasks (seeds disjoint from training), with a 95%
 Wilson interval. GRPO should move accuracy clearly beyond the SFT checkpoint. A benchmark, not a test:
 
-    .venv/bin/python bench/learn_calc.py [--sft-episodes 96] [--grpo-steps 12] [--eval 100] [--out runs/learn_calc]
+    .venv/bin/python bench/learn_calc.py [--difficulty 2] [--sft-episodes 16] [--grpo-steps 12] [--eval 100]
+            [--out runs/learn_calc] [--reeval] [trainer.lr=5e-6 ...]
+
+Difficulty 1 saturates: a 32-episode warm start already samples ~95% correct on training tasks, so GRPO groups
+carry no reward variance. The defaults use two-operation problems and a short warm start, which leave room.
+A summary is written to OUT/summary.json. Held-out tasks are the same in every phase, so GRPO and SFT are also
+compared task by task (exact sign test on the tasks only one of them solves).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import time
 from pathlib import Path
 
 from agentrl.config import load_config
 from agentrl.models import load_model, load_tokenizer
 from agentrl.rollout.embedded import EmbeddedEngine
-from agentrl.trainer.heldout import evaluate
+from agentrl.trainer.checkpoint import latest_checkpoint
+from agentrl.trainer.heldout import evaluate, paired_sign_test
 from agentrl.trainer.loop import train
 
 
@@ -35,45 +43,73 @@ def held_out(cfg, model_name: str, episodes: int):
     return asyncio.run(go())
 
 
+def timed(fn, *a, **kw):
+    """(fn's result, wall seconds)."""
+    t = time.perf_counter()
+    out = fn(*a, **kw)
+    return out, time.perf_counter() - t
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", default="smollm2-135m-instruct")
-    p.add_argument("--sft-episodes", type=int, default=96)
+    p.add_argument("--difficulty", type=int, default=2, help="calc difficulty of every phase (1-3)")
+    p.add_argument("--sft-episodes", type=int, default=16)
     p.add_argument("--grpo-steps", type=int, default=12)
     p.add_argument("--eval", type=int, default=100)
     p.add_argument("--out", default="runs/learn_calc")
+    p.add_argument("--reeval", action="store_true",
+                   help="train nothing: evaluate the final checkpoints of an earlier run in --out again")
     p.add_argument("overrides", nargs="*", help="extra dotted config overrides for the GRPO phase")
     args = p.parse_args()
     out = Path(args.out)
-    base = [f"model.name={args.model}", "trainer.tensorboard=false", f"trainer.eval_episodes={args.eval}"]
-    rows = []
-
+    base = [f"model.name={args.model}", "trainer.tensorboard=false", f"trainer.eval_episodes={args.eval}",
+            f"env.kwargs.difficulty={args.difficulty}"]
     cfg = load_config("calc", overrides=base)
-    t = time.perf_counter()
-    rows.append(("base model", held_out(cfg, args.model, args.eval), time.perf_counter() - t))
-    print(f"base: {rows[-1][1]}", flush=True)
+    rows = []  # (phase, HeldOut, train seconds, eval seconds)
 
-    sft_cfg = load_config("calc", overrides=[*base, f"sft.episodes={args.sft_episodes}", "trainer.steps=0",
-                                              f"trainer.run_dir={out / 'sft'}"])
-    t = time.perf_counter()
-    sft = train(sft_cfg)
-    sft_time = time.perf_counter() - t
-    t = time.perf_counter()
-    rows.append(("after SFT", held_out(cfg, str(sft.checkpoint / "model"), args.eval), sft_time))
-    print(f"sft: {rows[-1][1]}", flush=True)
+    def phase(name: str, model: str, train_s: float) -> None:
+        held, eval_s = timed(held_out, cfg, model, args.eval)
+        rows.append((name, held, train_s, eval_s))
+        print(f"{name}: {held}  (train {train_s:.0f}s, eval {eval_s:.0f}s)", flush=True)
 
-    grpo_cfg = load_config("calc", overrides=[*base, f"trainer.steps={args.grpo_steps}", "sft.episodes=0",
-                                               f"trainer.run_dir={out / 'grpo'}", *args.overrides])
-    t = time.perf_counter()
-    grpo = train(grpo_cfg, init_from=str(sft.checkpoint))
-    grpo_time = time.perf_counter() - t
-    rows.append(("after GRPO", held_out(cfg, str(grpo.checkpoint / "model"), args.eval), grpo_time))
+    if not args.reeval:  # the base model is not re-evaluated: it scores 0 on calc without the warm start
+        phase("base model", args.model, 0.0)
+    if args.reeval:
+        sft_ckpt, grpo_ckpt = latest_checkpoint(out / "sft"), latest_checkpoint(out / "grpo")
+        if sft_ckpt is None or grpo_ckpt is None:
+            raise SystemExit(f"--reeval: no complete sft/ and grpo/ checkpoints under {out}")
+        sft_s = grpo_s = 0.0
+    else:
+        sft_cfg = load_config("calc", overrides=[*base, f"sft.episodes={args.sft_episodes}", "trainer.steps=0",
+                                                  f"trainer.run_dir={out / 'sft'}"])
+        sft, sft_s = timed(train, sft_cfg)
+        sft_ckpt = sft.checkpoint
+    phase("after SFT", str(sft_ckpt / "model"), sft_s)
+    if not args.reeval:
+        grpo_cfg = load_config("calc", overrides=[*base, f"trainer.steps={args.grpo_steps}", "sft.episodes=0",
+                                                   f"trainer.run_dir={out / 'grpo'}", *args.overrides])
+        grpo, grpo_s = timed(train, grpo_cfg, init_from=str(sft_ckpt))
+        grpo_ckpt = grpo.checkpoint
+    phase("after GRPO", str(grpo_ckpt / "model"), grpo_s)
 
-    print(f"\ncalc held-out accuracy (greedy, {args.eval} tasks, 95% Wilson CI); model {args.model}")
-    print(f"{'phase':<12} {'accuracy':>9} {'95% CI':>17} {'wall time':>10}")
-    for name, h, secs in rows:
-        print(f"{name:<12} {h.mean:9.3f} {f'[{h.low:.3f}, {h.high:.3f}]':>17} {secs:9.0f}s")
-    print(f"GRPO − SFT: {rows[2][1].mean - rows[1][1].mean:+.3f}  (runs in {out})")
+    sft_h, grpo_h = rows[-2][1], rows[-1][1]
+    gained, lost, p_value = paired_sign_test(sft_h, grpo_h)
+    print(f"\ncalc difficulty {args.difficulty}, held-out accuracy (greedy, {args.eval} tasks, 95% Wilson CI); "
+          f"model {args.model}")
+    print(f"{'phase':<12} {'accuracy':>9} {'95% CI':>17} {'train':>8} {'eval':>7}")
+    for name, h, train_s, eval_s in rows:
+        print(f"{name:<12} {h.mean:9.3f} {f'[{h.low:.3f}, {h.high:.3f}]':>17} {train_s:7.0f}s {eval_s:6.0f}s")
+    print(f"GRPO − SFT: {grpo_h.mean - sft_h.mean:+.3f}; paired over the same tasks: GRPO solves {gained} "
+          f"the SFT checkpoint does not, loses {lost} (exact sign test p = {p_value:.2g}); runs in {out}")
+    summary = {"model": args.model, "difficulty": args.difficulty, "eval_tasks": args.eval,
+               "sft_episodes": args.sft_episodes, "grpo_steps": args.grpo_steps, "overrides": args.overrides,
+               "checkpoints": {"sft": str(sft_ckpt), "grpo": str(grpo_ckpt)},
+               "paired_grpo_vs_sft": {"gained": gained, "lost": lost, "p_value": p_value},
+               "phases": {name: {"accuracy": h.mean, "ci95": [h.low, h.high], "n": h.n, "masked": h.masked,
+                                 "train_s": round(train_s, 1), "eval_s": round(eval_s, 1)}
+                          for name, h, train_s, eval_s in rows}}
+    (out / ("summary_reeval.json" if args.reeval else "summary.json")).write_text(json.dumps(summary, indent=2) + "\n")
 
 
 if __name__ == "__main__":
