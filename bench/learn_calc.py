@@ -63,7 +63,7 @@ def main() -> None:
     p.add_argument("overrides", nargs="*", help="extra dotted config overrides for the GRPO phase")
     args = p.parse_args()
     out = Path(args.out)
-    base = [f"model.name={args.model}", "trainer.tensorboard=false", f"trainer.eval_episodes={args.eval}",
+    base = [f"model.name={args.model}", "trainer.tensorboard=false",
             f"env.kwargs.difficulty={args.difficulty}"]
     cfg = load_config("calc", overrides=base)
     rows = []  # (phase, HeldOut, train seconds, eval seconds)
