@@ -8,7 +8,8 @@
    TerminationReason; `finally` records segments, reward and metrics, so a trajectory always comes back.
 
 With expert=True the action text comes from `env.expert_action()` instead of the engine, tokenized as the
-model would have to sample it (content + end-of-turn; logprob 0.0, version -1): the supervised warm start.
+model would have to sample it (content + end-of-turn; logprob 0.0, version -1) and held to the same
+max_new_tokens budget: the supervised warm start.
 """
 
 from __future__ import annotations
@@ -161,8 +162,12 @@ async def run_episode(env, engine: Engine | None, tokenizer: Any, cfg: LoopConfi
                 text = await _guard(lambda: asyncio.to_thread(env.expert_action), deadline, TR.ENV_ERROR)
                 if not isinstance(text, str):
                     raise _End(TR.ENV_ERROR, f"expert_action() returned {text!r}")
-                ids = renderer.action_ids(text)
-                gen = Generation(ids, [0.0] * len(ids), "stop", [-1] * len(ids))
+                ids, budget = renderer.action_ids(text), min(cfg.max_new_tokens, room)
+                # The expert gets the policy's budget: a demonstration the policy could not emit is cut the
+                # same way (finish_reason "length"), so the warm start never teaches an unreachable action.
+                cut = len(ids) > budget
+                ids = ids[:budget] if cut else ids
+                gen = Generation(ids, [0.0] * len(ids), "length" if cut else "stop", [-1] * len(ids))
             else:
                 sampling.max_new_tokens = min(cfg.max_new_tokens, room)
                 if sampling_seed is not None:

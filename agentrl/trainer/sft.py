@@ -19,14 +19,27 @@ from agentrl.trainer.rollouts import loop_config, run_groups, task_seed, trainab
 from agentrl.trainer.update import policy_logprobs
 
 
-async def expert_trajectories(cfg, env_factory, tokenizer, episodes: int, *, on_episode=None) -> list:
-    """Collect `episodes` expert episodes (distinct task seeds); episodes the env could not finish are dropped."""
+def was_cut(traj) -> bool:
+    """True if any action of the episode hit the per-turn token budget (rollout.max_new_tokens)."""
+    return any(turn.finish_reason == "length" for turn in traj.turns)
+
+
+async def expert_trajectories(cfg, env_factory, tokenizer, episodes: int, *, on_episode=None,
+                              warn=None) -> list:
+    """Collect `episodes` expert episodes (distinct task seeds). Episodes the env could not finish are dropped,
+    and so are those with an action longer than rollout.max_new_tokens (a demonstration the policy could not
+    emit), reported through `warn(message)`."""
     r = cfg.rollout
     loop_cfg = loop_config(cfg)  # sampling settings are unused: the expert acts
     seeds = [task_seed(r.seed + 7919, -1, 0, i) for i in range(episodes)]
     groups = await run_groups(env_factory, None, tokenizer, seeds, group_size=1, loop_cfg=loop_cfg,
                               concurrency=r.concurrency, expert=True, on_episode=on_episode)
-    return [t for g in groups for t in g if trainable(t) and t.num_action_tokens > 0]
+    done = [t for g in groups for t in g if trainable(t) and t.num_action_tokens > 0]
+    kept = [t for t in done if not was_cut(t)]
+    if len(kept) < len(done) and warn is not None:
+        warn(f"{len(done) - len(kept)} of {len(done)} expert episodes have an action longer than "
+             f"rollout.max_new_tokens={r.max_new_tokens} and were dropped; raise rollout.max_new_tokens")
+    return kept
 
 
 def sft_step(model, optimizer, trajectories, *, micro_batch_tokens: int, chunk: int, grad_clip: float) -> dict[str, float]:
@@ -53,7 +66,8 @@ async def run_sft(cfg, model, tokenizer, env_factory, monitor) -> list[dict[str,
     s = cfg.sft
     monitor.begin_step(0, s.episodes, label="sft", steps=1)
     with monitor.phase("expert"):
-        trajs = await expert_trajectories(cfg, env_factory, tokenizer, s.episodes, on_episode=monitor.episodes_done)
+        trajs = await expert_trajectories(cfg, env_factory, tokenizer, s.episodes, on_episode=monitor.episodes_done,
+                                          warn=lambda msg: monitor.console.print(f"[yellow]sft: {msg}[/]"))
     if not trajs:
         monitor.console.print(f"[yellow]sft: {cfg.env.name} produced no expert episodes (does it define expert_action?)[/]")
         return []

@@ -9,7 +9,9 @@ import pytest
 from agentrl.envs.calc import LEVELS, calculate, make_task
 
 import agentrl
+from agentrl.config import load_config
 from agentrl.models import load_tokenizer
+from agentrl.rollout.chat import ChatRenderer
 from agentrl.rollout.agent_loop import LoopConfig
 from agentrl.rollout.collector import collect_group, summarize
 from agentrl.tool_calls import format_call
@@ -85,6 +87,37 @@ def test_expert_solves_every_level_through_the_agent_loop(difficulty):
                                        seed=difficulty, group_size=3, cfg=LoopConfig(), expert=True))
     assert all(t.reward == 1.0 and t.termination is TerminationReason.DONE for t in groups)
     assert all(len(t.turns) == LEVELS[difficulty][2] + 1 for t in groups)
+
+
+def test_calc_preset_budget_fits_every_expert_action():
+    """Guards the calc preset: rollout.max_new_tokens must fit the expert's longest action at every level (the
+    tokenizer spells numbers digit by digit, so `Step 2: 891 - 523.` plus its call is ~52 tokens), or the warm
+    start's demonstrations and the policy's best answers would be cut off."""
+    budget = load_config("calc").rollout.max_new_tokens
+    renderer = ChatRenderer(tokenizer())
+    longest = {}
+    for difficulty in sorted(LEVELS):
+        env = agentrl.make("calc", difficulty=difficulty)
+        for seed in range(300):
+            env.reset(seed=seed)
+            terminated = False
+            while not terminated:
+                action = env.expert_action()
+                longest[difficulty] = max(longest.get(difficulty, 0), len(renderer.action_ids(action)))
+                _, _, terminated, _, _ = env.step(action)
+    assert longest[2] > 48, longest  # the old budget (48) cut these: the check is not vacuous
+    assert max(longest.values()) <= budget, (longest, budget)
+
+
+def test_expert_is_held_to_the_policy_budget():
+    """An expert action longer than max_new_tokens is cut like a sampled one (finish_reason "length")."""
+    env_factory = functools.partial(agentrl.make, "calc", difficulty=2)
+    (traj,) = asyncio.run(collect_group(env_factory, None, tokenizer(), seed=0, group_size=1,
+                                        cfg=LoopConfig(max_new_tokens=20), expert=True))
+    first = traj.turns[0]
+    start, end = first.action_span
+    assert first.finish_reason == "length" and end - start == 20
+    assert traj.reward == 0.0
 
 
 @pytest.mark.slow

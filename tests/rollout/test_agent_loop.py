@@ -179,10 +179,11 @@ def test_reward_is_summed_info_made_json_safe_and_timings_recorded():
 
 def test_expert_actions_are_content_plus_end_of_turn_with_mask_one_logprob_zero_version_minus_one():
     env = ProbeEnv(done_after=2)
-    traj = run(env, None, expert=True)
     r = renderer()
     expected = r.action_ids(format_call("noop", {}))
+    traj = run(env, None, LoopConfig(max_new_tokens=len(expected)), expert=True)  # fits exactly: not cut
     assert expected[-1] == r.eot_token_id
+    assert all(turn.finish_reason == "stop" for turn in traj.turns)
     seg = traj.segments[0]
     for turn in traj.turns:
         a, b = turn.action_span

@@ -108,7 +108,7 @@ def test_one_training_step_on_calc_with_warm_start(tmp_path):
     """calc through the CLI-equivalent path: expert warm start, then one GRPO step (dynamic sampling off so the
     update runs even when the tiny model scores 0 everywhere)."""
     cfg = _cfg(tmp_path, "calc", "sft.episodes=4", "sft.epochs=1", "rollout.dynamic_sampling=false",
-               "rollout.max_turns=3", "rollout.max_context_tokens=1024", "rollout.max_new_tokens=24")
+               "rollout.max_turns=3", "rollout.max_context_tokens=1024", "rollout.max_new_tokens=64")
     result = train(cfg)
     rec = json.loads(result.metrics.read_text().splitlines()[-1])
     assert math.isfinite(rec["actor/loss"])
@@ -166,7 +166,7 @@ def test_grpo_steps_move_logprobs_along_the_advantage(tmp_path):
 
 
 def test_sft_loss_decreases_on_a_fixed_batch(tmp_path):
-    cfg = _cfg(tmp_path, "calc", "rollout.max_turns=4", "rollout.max_context_tokens=1024")
+    cfg = _cfg(tmp_path, "calc", "rollout.max_turns=4", "rollout.max_new_tokens=64", "rollout.max_context_tokens=1024")
     tok = load_tokenizer("tiny")
     trajs = asyncio.run(expert_trajectories(cfg, lambda: agentrl.make("calc"), tok, 4))
     assert len(trajs) == 4 and all(t.reward == 1.0 for t in trajs)
@@ -174,6 +174,15 @@ def test_sft_loss_decreases_on_a_fixed_batch(tmp_path):
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
     losses = [sft_step(model, opt, trajs, micro_batch_tokens=4096, chunk=512, grad_clip=1.0)["sft/loss"] for _ in range(6)]
     assert losses[-1] < losses[0] - 0.5, losses
+
+
+def test_expert_episodes_cut_by_the_budget_are_dropped_with_a_warning(tmp_path):
+    cfg = _cfg(tmp_path, "calc", "rollout.max_turns=4", "rollout.max_new_tokens=40", "env.kwargs.difficulty=2",
+               "rollout.max_context_tokens=1024")
+    warnings = []
+    trajs = asyncio.run(expert_trajectories(cfg, lambda: agentrl.make("calc", difficulty=2), load_tokenizer("tiny"),
+                                            4, warn=warnings.append))
+    assert trajs == [] and len(warnings) == 1 and "rollout.max_new_tokens=40" in warnings[0], warnings
 
 
 def test_infrastructure_failures_never_reach_the_batch(tmp_path):

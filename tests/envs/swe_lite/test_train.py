@@ -21,7 +21,7 @@ def test_one_training_step_on_swe_lite(tmp_path, docker_backend):
     cfg = load_config("swe_lite", overrides=[
         "model.name=tiny", f"env.kwargs.backend={docker_backend}", "env.kwargs.max_steps=3",
         "sft.episodes=2", "sft.epochs=1", "rollout.tasks_per_step=1", "rollout.group_size=2",
-        "rollout.max_turns=3", "rollout.max_new_tokens=16", "rollout.max_context_tokens=3072",
+        "rollout.max_turns=3", "rollout.max_new_tokens=160", "rollout.max_context_tokens=3072",
         "rollout.dynamic_sampling=false", "algo.format_reward=0.2", "trainer.steps=1", "trainer.lr=1e-3",
         "trainer.tensorboard=false", f"trainer.run_dir={tmp_path / 'run'}",
     ])
