@@ -262,7 +262,14 @@ class Config(_Section):
 
 # --- loading -------------------------------------------------------------------------------------------
 
-CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
+def _config_dir() -> Path:
+    """The presets: `agentrl/configs` in an installed wheel, the repository's `configs/` in a checkout."""
+    here = Path(__file__).resolve().parent
+    installed = here / "configs"
+    return installed if installed.is_dir() else here.parent / "configs"
+
+
+CONFIG_DIR = _config_dir()
 
 
 def _all_paths(model: type[BaseModel], prefix: str = "") -> list[str]:
