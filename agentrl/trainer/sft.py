@@ -37,8 +37,9 @@ async def expert_trajectories(cfg, env_factory, tokenizer, episodes: int, *, on_
     done = [t for g in groups for t in g if trainable(t) and t.num_action_tokens > 0]
     kept = [t for t in done if not was_cut(t)]
     if len(kept) < len(done) and warn is not None:
-        warn(f"{len(done) - len(kept)} of {len(done)} expert episodes have an action longer than "
-             f"rollout.max_new_tokens={r.max_new_tokens} and were dropped; raise rollout.max_new_tokens")
+        warn(f"{len(done) - len(kept)} of {len(done)} expert episodes have an action longer than the per-turn "
+             f"budget (rollout.max_new_tokens={r.max_new_tokens}, or the room left in rollout.max_context_tokens="
+             f"{r.max_context_tokens}) and were dropped; raise rollout.max_new_tokens")
     return kept
 
 
@@ -69,7 +70,7 @@ async def run_sft(cfg, model, tokenizer, env_factory, monitor) -> list[dict[str,
         trajs = await expert_trajectories(cfg, env_factory, tokenizer, s.episodes, on_episode=monitor.episodes_done,
                                           warn=lambda msg: monitor.console.print(f"[yellow]sft: {msg}[/]"))
     if not trajs:
-        monitor.console.print(f"[yellow]sft: {cfg.env.name} produced no expert episodes (does it define expert_action?)[/]")
+        monitor.console.print(f"[yellow]sft: {cfg.env.name} produced no usable expert episodes (does it define expert_action?)[/]")
         return []
     optimizer = torch.optim.AdamW(model.parameters(), lr=s.lr)
     rng = random.Random(cfg.rollout.seed)
