@@ -7,6 +7,13 @@ Wilson interval. GRPO should move accuracy clearly beyond the SFT checkpoint. A 
     .venv/bin/python bench/learn_calc.py [--difficulty 2] [--sft-episodes 16] [--grpo-steps 12] [--eval 100]
             [--out runs/learn_calc] [--reeval] [trainer.lr=5e-6 ...]
 
+The GRPO phase samples at T = 0.7 in groups of 8 with lr 1e-5 (GRPO_DEFAULTS; dotted overrides win). At T = 1
+the warm-started 135M model samples mostly noise (~15% correct against ~53% greedy), so GRPO sharpened
+sampling without moving the greedy policy; at T = 0.7 the samples disagree where the greedy policy errs.
+Measured on a 2-core CPU (2026-11-29): greedy held-out accuracy 0.64 [0.54, 0.73] after the warm start, 0.82
+[0.73, 0.88] after 12 GRPO steps (65 min); on the same 100 tasks GRPO solves 22 the warm start misses and loses
+4 (exact sign test p = 0.0005).
+
 Difficulty 1 saturates: a 32-episode warm start already samples ~95% correct on training tasks, so GRPO groups
 carry no reward variance. The defaults use two-operation problems and a short warm start, which leave room.
 A summary is written to OUT/summary.json. Held-out tasks are the same in every phase, so GRPO and SFT are also
@@ -27,6 +34,10 @@ from agentrl.rollout.embedded import EmbeddedEngine
 from agentrl.trainer.checkpoint import latest_checkpoint
 from agentrl.trainer.heldout import evaluate, paired_sign_test
 from agentrl.trainer.loop import train
+
+
+GRPO_DEFAULTS = ["rollout.temperature=0.7", "rollout.group_size=8", "rollout.max_resample_rounds=1",
+                 "trainer.lr=1e-5", "trainer.gradient_checkpointing=false"]
 
 
 def held_out(cfg, model_name: str, episodes: int):
@@ -88,7 +99,7 @@ def main() -> None:
     phase("after SFT", str(sft_ckpt / "model"), sft_s)
     if not args.reeval:
         grpo_cfg = load_config("calc", overrides=[*base, f"trainer.steps={args.grpo_steps}", "sft.episodes=0",
-                                                   f"trainer.run_dir={out / 'grpo'}", *args.overrides])
+                                                   f"trainer.run_dir={out / 'grpo'}", *GRPO_DEFAULTS, *args.overrides])
         grpo, grpo_s = timed(train, grpo_cfg, init_from=str(sft_ckpt))
         grpo_ckpt = grpo.checkpoint
     phase("after GRPO", str(grpo_ckpt / "model"), grpo_s)
@@ -103,7 +114,8 @@ def main() -> None:
     print(f"GRPO − SFT: {grpo_h.mean - sft_h.mean:+.3f}; paired over the same tasks: GRPO solves {gained} "
           f"the SFT checkpoint does not, loses {lost} (exact sign test p = {p_value:.2g}); runs in {out}")
     summary = {"model": args.model, "difficulty": args.difficulty, "eval_tasks": args.eval,
-               "sft_episodes": args.sft_episodes, "grpo_steps": args.grpo_steps, "overrides": args.overrides,
+               "sft_episodes": args.sft_episodes, "grpo_steps": args.grpo_steps,
+               "overrides": [*GRPO_DEFAULTS, *args.overrides],
                "checkpoints": {"sft": str(sft_ckpt), "grpo": str(grpo_ckpt)},
                "paired_grpo_vs_sft": {"gained": gained, "lost": lost, "p_value": p_value},
                "phases": {name: {"accuracy": h.mean, "ci95": [h.low, h.high], "n": h.n, "masked": h.masked,

@@ -14,10 +14,10 @@ from agentrl.errors import ConfigError
 def test_overrides_win_over_preset_and_file(tmp_path):
     f = tmp_path / "c.yaml"
     f.write_text("trainer:\n  lr: 5.0e-6\nrollout:\n  group_size: 6\n")
-    cfg = load_config("calc", f, ["trainer.lr=1e-6", "env.kwargs.difficulty=2"])
+    cfg = load_config("calc", f, ["trainer.lr=1e-6", "env.kwargs.difficulty=3"])
     assert cfg.trainer.lr == 1e-6
     assert cfg.rollout.group_size == 6
-    assert cfg.env.name == "calc" and cfg.env.kwargs["difficulty"] == 2
+    assert cfg.env.name == "calc" and cfg.env.kwargs["difficulty"] == 3
 
 
 def test_all_problems_in_one_message_with_suggestion():
