@@ -37,9 +37,14 @@ async def expert_trajectories(cfg, env_factory, tokenizer, episodes: int, *, on_
     done = [t for g in groups for t in g if trainable(t) and t.num_action_tokens > 0]
     kept = [t for t in done if not was_cut(t)]
     if len(kept) < len(done) and warn is not None:
-        warn(f"{len(done) - len(kept)} of {len(done)} expert episodes have an action longer than the per-turn "
-             f"budget (rollout.max_new_tokens={r.max_new_tokens}, or the room left in rollout.max_context_tokens="
-             f"{r.max_context_tokens}) and were dropped; raise rollout.max_new_tokens")
+        cut = [t for t in done if was_cut(t)]
+        by_turn = sum(any(u.finish_reason == "length" and u.action_span[1] - u.action_span[0] == r.max_new_tokens
+                          for u in t.turns) for t in cut)
+        reasons = [f"{by_turn} by rollout.max_new_tokens={r.max_new_tokens}"] if by_turn else []
+        if len(cut) > by_turn:
+            reasons.append(f"{len(cut) - by_turn} by the room left in rollout.max_context_tokens={r.max_context_tokens}")
+        warn(f"dropped {len(cut)} of {len(done)} expert episodes whose actions were cut ({'; '.join(reasons)}); "
+             "raise that budget to keep them")
     return kept
 
 

@@ -182,7 +182,15 @@ def test_expert_episodes_cut_by_the_budget_are_dropped_with_a_warning(tmp_path):
     warnings = []
     trajs = asyncio.run(expert_trajectories(cfg, lambda: agentrl.make("calc", difficulty=2), load_tokenizer("tiny"),
                                             4, warn=warnings.append))
-    assert trajs == [] and len(warnings) == 1 and "rollout.max_new_tokens=40" in warnings[0], warnings
+    assert trajs == [] and len(warnings) == 1 and "4 by rollout.max_new_tokens=40" in warnings[0], warnings
+    assert "max_context_tokens" not in warnings[0]
+    # a ~300-token prompt leaves ~30 tokens of room: the first action is cut by the context, not the turn budget
+    cfg = _cfg(tmp_path, "calc", "rollout.max_turns=4", "rollout.max_new_tokens=64", "env.kwargs.difficulty=2",
+               "rollout.max_context_tokens=330")
+    warnings.clear()
+    trajs = asyncio.run(expert_trajectories(cfg, lambda: agentrl.make("calc", difficulty=2), load_tokenizer("tiny"),
+                                            4, warn=warnings.append))
+    assert trajs == [] and "4 by the room left in rollout.max_context_tokens=330" in warnings[0], warnings
 
 
 def test_infrastructure_failures_never_reach_the_batch(tmp_path):
