@@ -130,7 +130,10 @@ async def _train(cfg: Config, *, resume: str | None, init_from: str | None, cons
     tokenizer = load_tokenizer(source if ckpt or init_from else cfg.model.name)
     model = load_model(source, dtype=cfg.model.dtype, device=cfg.model.device).train()
     if cfg.trainer.gradient_checkpointing:
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        if hasattr(model, "activation_checkpointing_enable"):  # transformers ≥ 5.x; the old name warns
+            model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+        else:
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.trainer.lr, weight_decay=cfg.trainer.weight_decay)
     warmup = max(cfg.trainer.warmup_steps, 1)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup))
