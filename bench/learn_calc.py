@@ -35,7 +35,6 @@ from agentrl.trainer.checkpoint import latest_checkpoint
 from agentrl.trainer.heldout import evaluate, paired_sign_test
 from agentrl.trainer.loop import train
 
-
 GRPO_DEFAULTS = ["rollout.temperature=0.7", "rollout.group_size=8", "rollout.max_resample_rounds=1",
                  "trainer.lr=1e-5", "trainer.gradient_checkpointing=false"]
 

@@ -11,8 +11,8 @@ from agentrl.envs.calc import LEVELS, calculate, make_task
 import agentrl
 from agentrl.config import load_config
 from agentrl.models import load_tokenizer
-from agentrl.rollout.chat import ChatRenderer
 from agentrl.rollout.agent_loop import LoopConfig
+from agentrl.rollout.chat import ChatRenderer
 from agentrl.rollout.collector import collect_group, summarize
 from agentrl.tool_calls import format_call
 from agentrl.types import TerminationReason

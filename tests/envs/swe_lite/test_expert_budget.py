@@ -4,11 +4,11 @@ on: a cut demonstration is dropped from the warm start, and a policy cut off mid
 from __future__ import annotations
 
 import pytest
-
-from agentrl.config import CONFIG_DIR, load_config
 from agentrl.envs.swe_lite import expert
 from agentrl.envs.swe_lite.env import REPO
 from agentrl.envs.swe_lite.tasks import load_tasks
+
+from agentrl.config import CONFIG_DIR, load_config
 from agentrl.models import load_tokenizer
 from agentrl.rollout.chat import ChatRenderer
 
