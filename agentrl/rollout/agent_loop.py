@@ -158,18 +158,19 @@ async def run_episode(env, engine: Engine | None, tokenizer: Any, cfg: LoopConfi
             if room <= 0:
                 raise _End(TR.MAX_TOKENS, "no room left to generate")
             t0 = time.monotonic()
+            budget = min(cfg.max_new_tokens, room)
             if expert:
                 text = await _guard(lambda: asyncio.to_thread(env.expert_action), deadline, TR.ENV_ERROR)
                 if not isinstance(text, str):
                     raise _End(TR.ENV_ERROR, f"expert_action() returned {text!r}")
-                ids, budget = renderer.action_ids(text), min(cfg.max_new_tokens, room)
+                ids = renderer.action_ids(text)
                 # The expert gets the policy's budget: a demonstration the policy could not emit is cut the
                 # same way (finish_reason "length"), so the warm start never teaches an unreachable action.
                 cut = len(ids) > budget
                 ids = ids[:budget] if cut else ids
                 gen = Generation(ids, [0.0] * len(ids), "length" if cut else "stop", [-1] * len(ids))
             else:
-                sampling.max_new_tokens = min(cfg.max_new_tokens, room)
+                sampling.max_new_tokens = budget
                 if sampling_seed is not None:
                     sampling.seed = turn_seed(sampling_seed, len(traj.turns))
                 gen = await _guard(lambda: engine.generate(conv.prompt_ids, sampling, session_id=traj.id),

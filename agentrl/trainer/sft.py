@@ -20,8 +20,9 @@ from agentrl.trainer.update import policy_logprobs
 
 
 def was_cut(traj) -> bool:
-    """True if any action of the episode hit the per-turn token budget (rollout.max_new_tokens)."""
-    return any(turn.finish_reason == "length" for turn in traj.turns)
+    """True if any action of the episode was cut off by a token budget (max_new_tokens or the context room),
+    as the agent loop counted it."""
+    return traj.metrics.get("rollout/length_truncated_actions", 0) > 0
 
 
 async def expert_trajectories(cfg, env_factory, tokenizer, episodes: int, *, on_episode=None,
@@ -35,9 +36,10 @@ async def expert_trajectories(cfg, env_factory, tokenizer, episodes: int, *, on_
     groups = await run_groups(env_factory, None, tokenizer, seeds, group_size=1, loop_cfg=loop_cfg,
                               concurrency=r.concurrency, expert=True, on_episode=on_episode)
     done = [t for g in groups for t in g if trainable(t) and t.num_action_tokens > 0]
-    kept = [t for t in done if not was_cut(t)]
-    if len(kept) < len(done) and warn is not None:
-        cut = [t for t in done if was_cut(t)]
+    kept, cut = [], []
+    for t in done:
+        (cut if was_cut(t) else kept).append(t)
+    if cut and warn is not None:
         by_turn = sum(any(u.finish_reason == "length" and u.action_span[1] - u.action_span[0] == r.max_new_tokens
                           for u in t.turns) for t in cut)
         reasons = [f"{by_turn} by rollout.max_new_tokens={r.max_new_tokens}"] if by_turn else []
