@@ -181,3 +181,20 @@ def test_cli_build_is_idempotent_and_fast(capfd):
 def test_cli_bad_backend_is_a_user_error():
     with pytest.raises(AgentRLError, match="unknown sandbox backend"):
         _cli(["exec", "--backend", "vm", "--", "true"])
+
+
+def test_cgroup_v2_files_carry_the_config(tmp_path):
+    """This host has cgroup v1 only, so the v2 branch is checked at the file level: a v2 parent's
+    subtree_control gets the controllers, and the child's memory.max, memory.swap.max, pids.max and cpu.max
+    carry the SandboxConfig (what the kernel would then enforce)."""
+    from agentrl.sandboxes.cgroups import Cgroup
+
+    (tmp_path / "cgroup.subtree_control").write_text("cpu\n")
+    child = tmp_path / "agentrl-test"
+    child.mkdir()
+    (child / "memory.swap.max").write_text("max\n")
+    cg = Cgroup("v2", {c: child for c in ("memory", "pids", "cpu")})
+    cg._make(SandboxConfig(memory_mb=512, workspace_mb=64, tmp_mb=32, pids=77, cpus=1.5))
+    assert (tmp_path / "cgroup.subtree_control").read_text() == "+memory +pids"
+    assert cg.limits() == {"memory_bytes": 512 << 20, "pids": 77, "cpu_quota_us": 150_000, "cpu_period_us": 100_000}
+    assert (child / "memory.swap.max").read_text() == "0" and cg.procs_files() == [str(child / "cgroup.procs")]
