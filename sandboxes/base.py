@@ -45,13 +45,15 @@ class SandboxConfig:
     memory_mb: int = 1024
     """Memory limit (swap included). tmpfs pages count against it, so the tmpfs sizes must stay below."""
     cpus: float = 1.0
-    """CPU share (docker nano_cpus)."""
+    """CPU quota in cores (docker nano_cpus; bwrap cgroup cpu.max / cpu.cfs_quota_us)."""
     pids: int = 256
-    """Max processes (docker pids_limit; bwrap RLIMIT_NPROC on a per-sandbox uid)."""
+    """Max processes of the sandbox (docker pids_limit; bwrap cgroup pids.max plus RLIMIT_NPROC of its uid)."""
     workspace_mb: int = 256
-    """Size of the /workspace tmpfs (the only writable disk besides /tmp)."""
+    """Size of the /workspace tmpfs (the only writable disk besides /tmp and /dev/shm)."""
     tmp_mb: int = 128
-    """Size of the /tmp tmpfs."""
+    """Size of the /tmp tmpfs (separate from /workspace's)."""
+    shm_mb: int = 64
+    """Size of the /dev/shm tmpfs (the only writable place under /dev)."""
     nofile: int = 1024
     """Open file limit."""
     timeout_s: float = 30.0
@@ -81,14 +83,17 @@ class SandboxConfig:
 
     def __post_init__(self) -> None:
         problems = []
-        if self.workspace_mb + self.tmp_mb >= self.memory_mb:
-            problems.append(f"workspace_mb + tmp_mb = {self.workspace_mb + self.tmp_mb} must stay below memory_mb="
+        tmpfs = self.workspace_mb + self.tmp_mb + self.shm_mb
+        if tmpfs >= self.memory_mb:
+            problems.append(f"workspace_mb + tmp_mb + shm_mb = {tmpfs} must stay below memory_mb="
                             f"{self.memory_mb} (tmpfs pages count against the memory limit)")
         if self.agent_uid == 0:
             problems.append("agent_uid=0 would run commands as root")
         if self.keepalive_uid == self.agent_uid:
             problems.append("keepalive_uid must differ from agent_uid (the watchdog's kill -9 -1 would kill it)")
-        for name in ("memory_mb", "pids", "workspace_mb", "tmp_mb", "timeout_s", "max_output_bytes"):
+        if self.cpus <= 0:
+            problems.append("cpus must be positive")
+        for name in ("memory_mb", "pids", "workspace_mb", "tmp_mb", "shm_mb", "timeout_s", "max_output_bytes"):
             if getattr(self, name) <= 0:
                 problems.append(f"{name} must be positive")
         if self.output_kill_bytes < self.max_output_bytes:
@@ -193,7 +198,12 @@ read)  [ -e "$r" ] || exit 2; [ -f "$r" ] || exit 4
        [ "$(stat -c %s -- "$r")" -le "$arg" ] || exit 5; exec cat -- "$r";;
 write) mkdir -p -- "$(dirname -- "$r")" && [ ! -d "$r" ] || exit 4
        cat > "$r" && chmod "$arg" -- "$r";;
-untar) mkdir -p -- "$r" && exec tar -x --no-same-owner -C "$r";;
+untar) mkdir -p -- "$r" && cd -- "$r" || exit 1
+       # stdin: $arg bytes of NUL-separated member names, then the tar. Every member must resolve, through any
+       # symlink planted on its way, under the roots; else nothing is extracted (tar follows directory links).
+       out=$(set -o pipefail; head -c "$arg" | xargs -0 -r realpath -m -z -- | tr '\0' '\n') || exit 6
+       [ -z "$out" ] || ! printf '%s\n' "$out" | grep -qvE '^(/workspace|/tmp)(/|$)' || exit 7
+       exec tar -x --no-same-owner -C "$r";;
 tar)   [ -d "$r" ] || exit 2; exec tar -c --exclude=./.git -C "$r" .;;
 esac
 """
@@ -231,6 +241,12 @@ def tar_tree(src: str | os.PathLike | Mapping[str, bytes | str]) -> bytes:
     return buf.getvalue()
 
 
+def tar_names(data: bytes) -> list[str]:
+    """The member names of a tar made by `tar_tree`."""
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tar:
+        return tar.getnames()
+
+
 def untar_tree(data: bytes, dest: str | os.PathLike | None = None) -> dict[str, bytes]:
     """Read a tar from a sandbox: regular files only, names checked; write them under `dest` when given."""
     files: dict[str, bytes] = {}
@@ -261,6 +277,11 @@ class FileOpsMixin:
             raise PathOutsideSandbox(f"path {path!r} resolves outside {' and '.join(ROOTS)} (symlink?)")
         if res.exit_code == 2:
             raise FileNotFoundError(f"no such file in the sandbox: {full}")
+        if res.exit_code == 7:
+            raise PathOutsideSandbox(f"upload to {full}: a member would land outside {' and '.join(ROOTS)} "
+                                     "through a symlink in the sandbox; nothing was written")
+        if res.exit_code == 6:
+            raise SandboxError(f"checking the paths of {full} failed: {res.output[-300:]}")
         if res.exit_code == 4:
             raise IsADirectoryError(f"{full} is a directory (or not a regular file)")
         return res
@@ -282,8 +303,13 @@ class FileOpsMixin:
             raise SandboxError(f"write_file {path} failed (exit {res.exit_code}): {res.output[-300:]}")
 
     def upload_tree(self, src: str | os.PathLike | Mapping[str, bytes | str], dest: str = "/workspace") -> None:
-        """Copy a local folder (or a {relative path: bytes} mapping) into `dest`, as a tar through exec stdin."""
-        res = self._file_op("untar", dest, stdin=tar_tree(src), limit=4096)
+        """Copy a local folder (or a {relative path: bytes} mapping) into `dest`, as a tar through exec stdin.
+
+        PathOutsideSandbox if a member would land outside /workspace and /tmp through a symlink in the sandbox.
+        """
+        data = tar_tree(src)
+        names = b"".join(n.encode() + b"\0" for n in tar_names(data))
+        res = self._file_op("untar", dest, str(len(names)), stdin=names + data, limit=4096)
         if res.exit_code != 0:
             raise SandboxError(f"upload_tree to {dest} failed (exit {res.exit_code}): {res.output[-300:]}")
 

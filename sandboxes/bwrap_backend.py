@@ -1,20 +1,25 @@
 """bubblewrap backend: the fallback when no Docker engine answers. Each exec is a fresh `bwrap` process.
 
-Per reference/swe_sandbox.md §6.7 (verified there): the image's rootfs (cached by `agentrl sandbox build`) is
-mounted read-only as `/` (without it, the host's /usr read-only), with all namespaces unshared (no network, own
-PIDs), uid 1000 inside, all capabilities dropped, `--die-with-parent`, `--new-session`. Limits are rlimits set
-by `prlimit` (address space, CPU, file size, files, processes) and a host-side deadline that SIGKILLs the process
-group; with its own PID namespace the whole tree dies with it, `setsid` children included.
-RLIMIT_NPROC is ignored when bwrap starts as host root, so as root each sandbox runs as its own unprivileged
-host uid (20001+, one per live sandbox, held with a lock file). /workspace and /tmp are a host tmpfs of the
-configured size (as root), so a disk-filling command cannot touch the host disk. Unlike Docker, nothing runs
-between execs: background processes end with the command that started them.
+Per reference/swe_sandbox.md §6.7: the image's rootfs (cached by `agentrl sandbox build`) is mounted read-only
+as `/` (without it, the host's /usr read-only); every namespace is unshared (no network, own PIDs, own user
+namespace with uid 1000 inside) and nested user namespaces are disabled (`--disable-userns`); all
+capabilities are dropped; `/dev` is read-only except a size-capped `/dev/shm`. Each sandbox has its own
+cgroup (sandboxes/cgroups.py: memory, pids and CPU from the SandboxConfig, v2 or v1), which every exec joins
+before dropping to the sandbox's own unprivileged host uid (20001+, one per live sandbox, held with a lock
+file; RLIMIT_NPROC then counts only this sandbox). /workspace and /tmp are two host tmpfs mounts of their
+configured sizes. rlimits (`prlimit`) still cap each process (address space, CPU seconds, file size, files);
+a host-side deadline SIGKILLs the process group and, with its own PID namespace, the whole tree dies with it.
+bwrap's arguments travel through a file descriptor (`--args`), so PID 1's cmdline shows no host path.
+This needs root (cgroups, tmpfs mounts, uid switching): as another user the backend refuses to start.
+Unlike Docker, nothing runs between execs (background processes end with their command), and there is no
+seccomp filter; `gaps()` lists what this host cannot give, logged when the first sandbox starts.
 """
 
 from __future__ import annotations
 
 import fcntl
 import json
+import logging
 import os
 import shutil
 import subprocess
@@ -24,30 +29,57 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from agentrl.sandboxes import reaper
-from agentrl.sandboxes.base import ExecResult, FileOpsMixin, SandboxConfig
+from agentrl.sandboxes.base import ExecResult, FileOpsMixin, SandboxConfig, SandboxConfigError
+from agentrl.sandboxes.cgroups import JOIN_SCRIPT, Cgroup, parents
+from agentrl.sandboxes.image import rootfs_path, rootfs_ready
 from agentrl.sandboxes.process import prlimit_argv, run_process
 
 from agentrl.errors import SandboxDead, SandboxError
 
 SLOT_UIDS = range(20001, 20257)
+log = logging.getLogger(__name__)
+_said = False
+
+
+def _needs_root() -> str:
+    return (f"the bwrap backend needs root (it is uid {os.geteuid()} here) for its per-sandbox cgroup "
+            "(memory, pids, CPU), its size-capped tmpfs mounts and its per-sandbox uid: run as root, or use "
+            "backend='docker' (a Docker engine gives the same limits to any user in the docker group)")
 
 
 def bwrap_available() -> str | None:
-    """None when `bwrap` can create a sandbox here; otherwise the reason it cannot."""
+    """None when `bwrap` can create a limited sandbox here; otherwise the reason it cannot (naming the fix)."""
     if shutil.which("bwrap") is None:
         return "bwrap is not installed (apt-get install bubblewrap)"
+    if os.geteuid() != 0:
+        return _needs_root()
     try:
-        r = subprocess.run(["bwrap", "--ro-bind", "/", "/", "--unshare-all", "true"], capture_output=True,
-                           timeout=10)
+        r = subprocess.run(["bwrap", "--ro-bind", "/", "/", "--unshare-all", "--unshare-user", "--disable-userns",
+                            "true"], capture_output=True, timeout=10)
     except subprocess.TimeoutExpired:
         return "the bwrap probe hung"
-    return None if r.returncode == 0 else f"bwrap cannot create namespaces here: {r.stderr.decode()[-200:].strip()}"
+    if r.returncode != 0:
+        return f"bwrap cannot create namespaces here: {r.stderr.decode()[-200:].strip()}"
+    missing = [c for c in ("memory", "pids", "cpu") if c not in parents()[1]]
+    return f"no {', '.join(missing)} cgroup controller for per-sandbox limits" if missing else None
 
 
-def _claim_slot() -> tuple[int, int | None]:
-    """(host uid, lock fd): a free per-sandbox uid when root (so RLIMIT_NPROC applies), else our own uid."""
-    if os.geteuid() != 0:
-        return os.getuid(), None
+def gaps(cgroup: Cgroup | None, rootfs: Path | None) -> list[str]:
+    """The guarantee rows this backend gives less of than Docker on this host (said once at start-up)."""
+    out = ["bwrap: no seccomp syscall filter (Docker applies its default profile); nested user namespaces "
+           "are disabled instead"]
+    if cgroup is None:
+        out.append("bwrap: cgroups disabled: no per-sandbox memory, pids or CPU limit (rlimits only)")
+    elif cgroup.version == "v1" and not (cgroup.dirs["memory"] / "memory.memsw.limit_in_bytes").exists():
+        out.append("bwrap: cgroup v1 without swap accounting: the memory limit does not cover swap")
+    if rootfs is None:
+        out.append("bwrap: the image rootfs is not built; the host's /usr is mounted read-only instead "
+                   "(run 'agentrl sandbox build')")
+    return out
+
+
+def _claim_slot() -> tuple[int, int]:
+    """(host uid, lock fd): a free per-sandbox uid, so RLIMIT_NPROC and file ownership are this sandbox's own."""
     lock_dir = reaper.BWRAP_DIR / "slots"
     lock_dir.mkdir(parents=True, exist_ok=True)
     for uid in SLOT_UIDS:
@@ -60,14 +92,23 @@ def _claim_slot() -> tuple[int, int | None]:
     raise SandboxError(f"all {len(SLOT_UIDS)} bwrap sandbox uids are in use")
 
 
+def _mount_tmpfs(path: Path, size_mb: int, uid: int, mode: int) -> None:
+    path.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size_mb}m,mode={mode:o},uid={uid},gid={uid},nosuid,nodev",
+                    "agentrl-bwrap", str(path)], check=True, capture_output=True)
+
+
 class BwrapSandbox(FileOpsMixin):
-    """A bubblewrap sandbox over a host folder; same API as DockerSandbox."""
+    """A bubblewrap sandbox over two host tmpfs mounts and its own cgroup; same API as DockerSandbox."""
 
     backend = "bwrap"
 
-    def __init__(self, config: SandboxConfig | None = None, rootfs: str | os.PathLike | None = None) -> None:
-        from agentrl.sandboxes.image import rootfs_path, rootfs_ready
-
+    def __init__(self, config: SandboxConfig | None = None, rootfs: str | os.PathLike | None = None, *,
+                 cgroups: bool = True) -> None:
+        """cgroups=False drops the per-sandbox cgroup (benchmarks only: no memory, pids or CPU limit)."""
+        global _said
+        if os.geteuid() != 0:
+            raise SandboxConfigError(_needs_root())
         self.config = c = config or SandboxConfig()
         if rootfs is None and rootfs_ready("python"):
             rootfs = rootfs_path("python")
@@ -76,25 +117,31 @@ class BwrapSandbox(FileOpsMixin):
         self.created_at = time.monotonic()
         self.uses = 0
         self._closed = False
+        self._cgroup: Cgroup | None = None
         self.uid, self._slot_fd = _claim_slot()
         self.dir = reaper.BWRAP_DIR / self.id
+        self.mnt = self.dir / "mnt"
         self.dir.mkdir(parents=True)
         os.chmod(reaper.BWRAP_DIR, 0o755)
         (self.dir / "owner.json").write_text(json.dumps(reaper.owner_labels(c.ttl_s)))
-        self.mnt = self.dir / "mnt"
-        self.mnt.mkdir()
-        if os.geteuid() == 0:
-            size = (c.workspace_mb + c.tmp_mb) << 20
-            subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755,nosuid,nodev", "agentrl-bwrap",
-                            str(self.mnt)], check=True, capture_output=True)
-        for sub, mode in (("workspace", 0o755), ("tmp", 0o1777)):
-            (self.mnt / sub).mkdir()
-            os.chown(self.mnt / sub, self.uid, self.uid)
-            os.chmod(self.mnt / sub, mode)
         reaper.track(self)
+        try:
+            self.mnt.mkdir()
+            _mount_tmpfs(self.mnt / "workspace", c.workspace_mb, self.uid, 0o755)
+            _mount_tmpfs(self.mnt / "tmp", c.tmp_mb, self.uid, 0o1777)
+            if cgroups:
+                self._cgroup = Cgroup.create(self.id, c, record=self.dir / reaper.CGROUP_RECORD)
+        except BaseException:
+            self.close()
+            raise
+        if not _said:
+            _said = True
+            for line in gaps(self._cgroup, self.rootfs):
+                log.warning(line)
 
-    def _bwrap_argv(self, cwd: str, env: Mapping[str, str]) -> list[str]:
-        """The bwrap command line (namespaces, mounts, uid, env) for one exec."""
+    def _bwrap_args(self, cwd: str, env: Mapping[str, str]) -> list[str]:
+        """bwrap's options (namespaces, mounts, uid, env) for one exec; they go through `--args FD`."""
+        c = self.config
         if self.rootfs is not None:
             root = ["--ro-bind", str(self.rootfs), "/"]
         else:  # host binaries read-only; nothing else of the host is visible
@@ -102,14 +149,15 @@ class BwrapSandbox(FileOpsMixin):
             for link in ("bin", "sbin", "lib", "lib64"):
                 target = os.readlink(f"/{link}") if os.path.islink(f"/{link}") else None
                 root += ["--symlink", target, f"/{link}"] if target else ["--ro-bind-try", f"/{link}", f"/{link}"]
-        argv = ["bwrap", *root, "--dev", "/dev", "--proc", "/proc",
-                "--bind", str(self.mnt / "workspace"), "/workspace", "--bind", str(self.mnt / "tmp"), "/tmp",
-                "--chdir", cwd, "--unshare-all", "--uid", str(self.config.agent_uid),
-                "--gid", str(self.config.agent_uid), "--hostname", "sandbox", "--die-with-parent", "--new-session",
+        args = [*root, "--dev", "/dev", "--size", str(c.shm_mb << 20), "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
+                "--proc", "/proc", "--bind", str(self.mnt / "workspace"), "/workspace",
+                "--bind", str(self.mnt / "tmp"), "/tmp", "--chdir", cwd,
+                "--unshare-all", "--unshare-user", "--disable-userns", "--uid", str(c.agent_uid),
+                "--gid", str(c.agent_uid), "--hostname", "sandbox", "--die-with-parent", "--new-session",
                 "--cap-drop", "ALL", "--clearenv"]
-        for k, v in {**self.config.env, **env}.items():
-            argv += ["--setenv", k, v]
-        return argv
+        for k, v in {**c.env, **env}.items():
+            args += ["--setenv", k, v]
+        return args
 
     def exec(self, cmd: str | list[str], *, timeout: float | None = None, cwd: str | None = None,
              env: Mapping[str, str] | None = None, stdin: bytes | str | None = None,
@@ -120,12 +168,30 @@ class BwrapSandbox(FileOpsMixin):
         c = self.config
         timeout = float(timeout or c.timeout_s)
         argv = ["bash", "-c", cmd] if isinstance(cmd, str) else list(cmd)
-        root = os.geteuid() == 0
-        full = [*prlimit_argv(c, timeout, nproc=root), *self._bwrap_argv(cwd or c.workdir, env or {}), "--", *argv]
-        kwargs = {"user": self.uid, "group": self.uid, "extra_groups": []} if root else {}
-        self.uses += 1
-        return run_process(full, config=c, timeout=timeout, max_output_bytes=max_output_bytes or c.max_output_bytes,
-                           stdin=stdin.encode() if isinstance(stdin, str) else stdin, cwd="/", env={}, **kwargs)
+        args_fd = os.memfd_create("agentrl-bwrap-args")
+        try:
+            os.write(args_fd, b"".join(a.encode() + b"\0" for a in self._bwrap_args(cwd or c.workdir, env or {})))
+            os.lseek(args_fd, 0, os.SEEK_SET)
+            full = [*prlimit_argv(c, timeout, nproc=True), "bwrap", "--args", str(args_fd), "--", *argv]
+            if self._cgroup is not None:  # join the cgroup as root, then drop to the sandbox uid
+                full = ["sh", "-c", JOIN_SCRIPT, "agentrl-cgroup", *self._cgroup.procs_files(), "--",
+                        "setpriv", f"--reuid={self.uid}", f"--regid={self.uid}", "--clear-groups", "--", *full]
+                kwargs = {}
+            else:
+                kwargs = {"user": self.uid, "group": self.uid, "extra_groups": []}
+            self.uses += 1
+            res = run_process(full, config=c, timeout=timeout, max_output_bytes=max_output_bytes or c.max_output_bytes,
+                              stdin=stdin.encode() if isinstance(stdin, str) else stdin, cwd="/", env={},
+                              pass_fds=(args_fd,), **kwargs)
+        finally:
+            os.close(args_fd)
+        if res.exit_code == 125 and res.raw.startswith(b"agentrl-cgroup:"):
+            raise SandboxDead(f"bwrap sandbox {self.id}: {res.output.strip()[:200]}")
+        return res
+
+    def cgroup(self) -> Cgroup | None:
+        """This sandbox's own cgroup (None only when created with cgroups=False)."""
+        return self._cgroup
 
     def reset(self) -> None:
         """Wipe /workspace and /tmp (no process outlives its exec here)."""
@@ -137,13 +203,16 @@ class BwrapSandbox(FileOpsMixin):
         return not self._closed and self.mnt.is_dir()
 
     def close(self) -> None:
-        """Unmount and delete the host folder and free the uid slot; idempotent."""
+        """Remove the cgroup, unmount and delete the host folder, free the uid slot; idempotent."""
         if self._closed:
             return
         self._closed = True
-        reaper.remove_bwrap_dir(self.dir)
-        if self._slot_fd is not None:
-            os.close(self._slot_fd)
+        try:
+            reaper.remove_bwrap_dir(self.dir)
+        finally:
+            if self._slot_fd is not None:
+                os.close(self._slot_fd)
+                self._slot_fd = None
 
     def __enter__(self) -> BwrapSandbox:
         return self

@@ -12,7 +12,7 @@ cap; files travel as tar over exec stdin, because `put_archive` fails on a read-
 
 from __future__ import annotations
 
-import os
+import logging
 import socket
 import struct
 import threading
@@ -29,51 +29,38 @@ from agentrl.sandboxes.base import (
     SandboxConfig,
     make_result,
 )
+from agentrl.sandboxes.cgroups import Cgroup, cgroup_of_pid
+from agentrl.sandboxes.docker_engine import DockerUnavailable, docker_client, remove_container
+from agentrl.sandboxes.image import image_tag, require_image
 
-from agentrl.errors import AgentRLError, SandboxDead, SandboxError
+from agentrl.errors import SandboxDead, SandboxError
 
-
-class DockerUnavailable(SandboxError, AgentRLError):
-    """No Docker engine answers (not started, wrong DOCKER_HOST, or no permission on the socket)."""
-
-
-_clients: dict[str, object] = {}
-_clients_lock = threading.Lock()
-
-
-def docker_client(ping_timeout: float = 5.0):
-    """A shared, thread-safe docker client for this process; DockerUnavailable (fast, no hang) if none answers.
-
-    max_pool_size is raised because the default 10 connections fail under threads (docker-py#1636, #2477).
-    """
-    import docker
-
-    key = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
-    with _clients_lock:
-        client = _clients.get(key)
-        if client is None:
-            try:
-                client = docker.DockerClient(base_url=key, version="1.41", timeout=120, max_pool_size=64)
-                client.api.get(client.api._url("/_ping"), timeout=ping_timeout).raise_for_status()
-            except Exception as e:
-                raise DockerUnavailable(
-                    f"no Docker engine answers at {key} ({type(e).__name__}: {str(e)[:160]}): start it with "
-                    "'bash scripts/ensure_docker.sh' (as root), or use backend='bwrap'") from e
-            _clients[key] = client
-    return client
+__all__ = ["DockerSandbox", "DockerUnavailable", "docker_client", "remove_container"]
+log = logging.getLogger(__name__)
+_said: set[str] = set()
+# docker info flag -> the guarantee row that is missing when the engine reports it False
+ENGINE_FLAGS = {"MemoryLimit": "memory limit", "SwapLimit": "swap limit (memory + swap)", "PidsLimit": "pids limit",
+                "CpuCfsQuota": "CPU quota"}
 
 
-def remove_container(client, cid: str) -> None:
-    """Force-remove a container, ignoring 'already gone' and 'removal in progress'."""
-    import docker
-
+def gaps(client) -> list[str]:
+    """The guarantee rows this engine cannot give (from `docker info`); empty on a normal engine."""
     try:
-        client.api.remove_container(cid, force=True)
-    except docker.errors.NotFound:
-        pass
-    except docker.errors.APIError as e:
-        if e.status_code != 409:
-            raise
+        info = client.info()
+    except Exception:
+        return []
+    return [f"docker: this engine gives no {row} ({flag}=false in docker info)"
+            for flag, row in ENGINE_FLAGS.items() if info.get(flag) is False]
+
+
+def _say_gaps(client) -> None:
+    """Log, once per process and engine, what this engine cannot enforce (start-up, never silently)."""
+    key = str(getattr(client.api, "base_url", ""))
+    if key in _said:
+        return
+    _said.add(key)
+    for line in gaps(client):
+        log.warning(line)
 
 
 def _dead_or_raise(e: Exception, cid: str) -> None:
@@ -94,10 +81,10 @@ class DockerSandbox(FileOpsMixin):
 
     def __init__(self, config: SandboxConfig | None = None) -> None:
         import docker
-        from agentrl.sandboxes.image import image_tag, require_image
 
         self.config = config or SandboxConfig()
         self.client = docker_client()
+        _say_gaps(self.client)
         self.image = self.config.image or image_tag("python")
         require_image(self.image)
         c = self.config
@@ -110,7 +97,7 @@ class DockerSandbox(FileOpsMixin):
                 self.image, command=["sleep", str(int(c.ttl_s))], detach=True, init=True, auto_remove=True,
                 name=f"agentrl-{reaper.SESSION_ID}-{uuid.uuid4().hex[:8]}", user=f"{c.keepalive_uid}:{c.keepalive_uid}",
                 labels=self.labels, network_mode="none", mem_limit=f"{c.memory_mb}m", memswap_limit=f"{c.memory_mb}m",
-                nano_cpus=int(c.cpus * 1e9), pids_limit=c.pids, read_only=True, cap_drop=["ALL"],
+                nano_cpus=int(c.cpus * 1e9), pids_limit=c.pids, read_only=True, cap_drop=["ALL"], shm_size=f"{c.shm_mb}m",
                 security_opt=["no-new-privileges"], ulimits=[docker.types.Ulimit(name="nofile", soft=c.nofile, hard=c.nofile)],
                 tmpfs={"/tmp": f"rw,exec,nosuid,nodev,size={c.tmp_mb}m,mode=1777",
                        "/workspace": f"rw,exec,nosuid,nodev,size={c.workspace_mb}m,uid={c.agent_uid},"
@@ -245,6 +232,11 @@ class DockerSandbox(FileOpsMixin):
         res = self.client.api.exec_create(self.id, ["bash", "-c", script], user=f"{uid}:{uid}")
         out = self.client.api.exec_start(res["Id"])
         return self._exit_code(res["Id"]) or 0, out
+
+    def cgroup(self) -> Cgroup:
+        """The container's cgroup as the host sees it (read-only use: the engine owns it)."""
+        pid = self.client.api.inspect_container(self.id)["State"]["Pid"]
+        return cgroup_of_pid(pid)
 
     # ------------------------------------------------------------------ lifecycle
     def _check_open(self) -> None:

@@ -21,6 +21,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from agentrl.sandboxes.docker_engine import docker_client
+
 from agentrl.errors import AgentRLError
 
 BUILDER_VERSION = "1"  # bump when this file changes what ends up in the image
@@ -156,19 +158,12 @@ def build_rootfs(name: str = "python", log: Callable[[str], None] = print) -> Pa
     return root
 
 
-def _docker_client():
-    """A Docker client, or an AgentRLError saying how to start the engine."""
-    from agentrl.sandboxes.docker_backend import docker_client
-
-    return docker_client()
-
-
 def image_exists(tag: str) -> bool:
     """True when the Docker engine has `tag`."""
     import docker
 
     try:
-        _docker_client().images.get(tag)
+        docker_client().images.get(tag)
         return True
     except docker.errors.ImageNotFound:
         return False
@@ -180,7 +175,7 @@ def _export_rootfs(tag: str, name: str, log: Callable[[str], None]) -> None:
     tmp = root.with_name(root.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    client = _docker_client()
+    client = docker_client()
     container = client.containers.create(tag, command=["true"], labels={"agentrl.owner": "agentrl"})
     try:
         tar = subprocess.Popen(["tar", "-x", "--numeric-owner", "-C", str(tmp)], stdin=subprocess.PIPE)
@@ -206,7 +201,7 @@ def build_image(name: str = "python", *, dockerfile: bool = False, force: bool =
             _export_rootfs(tag, name, log)
         log(f"{tag} is up to date")
         return tag
-    client = _docker_client()
+    client = docker_client()
     t0 = time.monotonic()
     labels = {"agentrl.owner": "agentrl", "agentrl.recipe": recipe_hash(name)}
     if dockerfile:

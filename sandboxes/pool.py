@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 from agentrl.sandboxes import reaper
+from agentrl.sandboxes.backends import sandbox_factory, select_backend
 from agentrl.sandboxes.base import Sandbox, SandboxConfig, SandboxConfigError
 
 from agentrl.errors import SandboxError
@@ -45,8 +46,6 @@ class SandboxPool:
                  max_concurrency: int | None = None, max_uses: int = 20, max_age_s: float | None = None,
                  creates_in_flight: int = 2, memory_fraction: float = 0.7, reap: bool = True,
                  factory: Callable[[], Sandbox] | None = None) -> None:
-        from agentrl.sandboxes import sandbox_factory, select_backend
-
         self.config = config or SandboxConfig()
         self.backend = select_backend(backend) if factory is None else backend
         self.max_concurrency = max_concurrency or default_concurrency()

@@ -4,7 +4,8 @@ Four layers (reference/swe_sandbox.md §6.5): `close()` in finally/__exit__; an 
 process's sandboxes; the keep-alive `sleep ttl_s` with auto_remove, so a container of a `kill -9`-ed trainer
 removes itself; and `reap()` at pool start-up (and `agentrl sandbox reap`), which removes only containers and
 bwrap folders carrying our labels whose owner process is dead (pid + start time, so a reused pid does not
-count as alive) or whose TTL has passed. It never touches anything without the `agentrl.owner` label.
+count as alive) or whose TTL has passed. It never touches anything without the `agentrl.owner` label; a bwrap
+folder's cgroups are the ones its `cgroup.json` records, removed with it.
 """
 
 from __future__ import annotations
@@ -22,9 +23,13 @@ import uuid
 import weakref
 from pathlib import Path
 
+from agentrl.sandboxes.cgroups import remove_recorded
+from agentrl.sandboxes.docker_engine import docker_client, remove_container
+
 OWNER = "agentrl"
 SESSION_ID = os.environ.get("AGENTRL_SANDBOX_SESSION") or uuid.uuid4().hex[:12]
 BWRAP_DIR = Path(os.environ.get("AGENTRL_BWRAP_DIR", "/var/tmp/agentrl/bwrap"))
+CGROUP_RECORD = "cgroup.json"  # in a bwrap folder: the cgroup directories that sandbox made (removed with it)
 _live: weakref.WeakSet = weakref.WeakSet()
 _installed = False
 _lock = threading.Lock()
@@ -79,8 +84,6 @@ def reap(session: str | None = None, docker: bool = True, bwrap: bool = True) ->
     """Remove leftover sandboxes (see module doc); with `session`, remove all of that session. Returns their ids."""
     removed: list[str] = []
     if docker:
-        from agentrl.sandboxes.docker_backend import docker_client, remove_container
-
         try:
             client = docker_client()
         except Exception:  # no engine: nothing of ours can be running there
@@ -104,10 +107,11 @@ def reap(session: str | None = None, docker: bool = True, bwrap: bool = True) ->
 
 
 def remove_bwrap_dir(d: Path) -> None:
-    """Unmount a bwrap sandbox's tmpfs (if mounted) and delete its folder."""
-    mnt = d / "mnt"
-    if os.path.ismount(mnt):
-        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+    """Remove a bwrap sandbox's recorded cgroups, unmount its tmpfs mounts and delete its folder."""
+    remove_recorded(d / CGROUP_RECORD)
+    for mnt in (d / "mnt" / "workspace", d / "mnt" / "tmp", d / "mnt"):
+        if os.path.ismount(mnt):
+            subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
     shutil.rmtree(d, ignore_errors=True)
 
 

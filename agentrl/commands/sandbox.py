@@ -27,7 +27,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     e.add_argument("--backend", default="auto", help="auto | docker | bwrap | local (local: NO isolation)")
     e.add_argument("--timeout", type=float, default=30.0, help="seconds before the command is killed")
     e.add_argument("--image", default=None, help="docker image tag (default: the current agentrl/python tag)")
-    e.add_argument("--memory-mb", type=int, default=1024, help="memory limit")
+    e.add_argument("--memory-mb", type=int, default=1024, help="memory limit of the whole sandbox")
+    e.add_argument("--cpus", type=float, default=1.0, help="CPU quota in cores")
+    e.add_argument("--pids", type=int, default=256, help="process limit of the whole sandbox")
     e.add_argument("cmd", nargs=argparse.REMAINDER, help="the command, after --")
 
 
@@ -72,7 +74,11 @@ def _ls(args: argparse.Namespace) -> int:
             if (d / "owner.json").is_file():
                 lb = json.loads((d / "owner.json").read_text())
                 state = "orphan" if reaper.should_reap(lb) else "owned"
-                print(f"bwrap      {d.name}  pid={lb.get('agentrl.pid')} {state}")
+                record = d / reaper.CGROUP_RECORD
+                cgroups = json.loads(record.read_text())["dirs"] if record.is_file() else {}
+                where = sorted({str(p) for p in cgroups.values()})
+                print(f"bwrap      {d.name}  pid={lb.get('agentrl.pid')} {state}"
+                      f"  cgroup={' '.join(where) or 'none'}")
     return 0
 
 
@@ -92,7 +98,8 @@ def _exec(args: argparse.Namespace) -> int:
     if not cmd:
         raise AgentRLError("no command given: agentrl sandbox exec -- CMD ...")
     # one argument is a shell line ("ls | wc"); several are an argv
-    with open_sandbox(args.backend, image=args.image, timeout_s=args.timeout, memory_mb=args.memory_mb) as sb:
+    with open_sandbox(args.backend, image=args.image, timeout_s=args.timeout, memory_mb=args.memory_mb,
+                      cpus=args.cpus, pids=args.pids) as sb:
         r = sb.exec(cmd[0] if len(cmd) == 1 else cmd)
     sys.stdout.buffer.write(r.raw)
     sys.stdout.flush()

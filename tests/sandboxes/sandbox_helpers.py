@@ -52,3 +52,16 @@ def ours() -> list[str]:
     return left
 
 
+
+def host_cgroup(sb):
+    """The sandbox's cgroup as the host sees it: bwrap's own, or the container's (read-only)."""
+    cg = sb.cgroup()
+    assert cg is not None, f"{sb!r} has no cgroup"
+    return cg
+
+
+def sandbox_of(backend: str, **overrides):
+    """A sandbox of `backend` with small_config(**overrides); close it."""
+    from agentrl.sandboxes import sandbox_factory
+
+    return sandbox_factory(backend, small_config(**overrides))()

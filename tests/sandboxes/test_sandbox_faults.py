@@ -3,15 +3,20 @@ SIGKILL or SIGTERM, and 16 sandboxes running pytest at once on a 2-core machine.
 
 from __future__ import annotations
 
+import json
+import logging
 import os
 import socket
 import subprocess
 import sys
 import threading
 import time
+import uuid
 
 import pytest
-from agentrl.sandboxes import SandboxPool, reaper
+from agentrl.sandboxes import SandboxPool, bwrap_backend, reaper
+from agentrl.sandboxes.bwrap_backend import BwrapSandbox
+from agentrl.sandboxes.cgroups import Cgroup, parents
 from agentrl.sandboxes.docker_backend import DockerSandbox, DockerUnavailable, docker_client
 from sandbox_helpers import needs_bwrap, needs_docker, small_config
 
@@ -110,12 +115,70 @@ def test_sigterm_sweeps_the_trainers_sandboxes():
 
 
 @needs_bwrap
-def test_reaper_removes_bwrap_folders_of_dead_owners():
+def test_reaper_removes_bwrap_folders_and_cgroups_of_dead_owners():
     sid = _run_child("bwrap", ttl=600, sig="SIGKILL")
     d = reaper.BWRAP_DIR / sid
-    assert d.is_dir() and os.path.ismount(d / "mnt")
+    assert d.is_dir() and os.path.ismount(d / "mnt" / "workspace") and os.path.ismount(d / "mnt" / "tmp")
+    cg = Cgroup.from_json(json.loads((d / reaper.CGROUP_RECORD).read_text()))
+    assert cg.unique_dirs() and all(p.is_dir() and sid in p.name for p in cg.unique_dirs())
     assert sid in reaper.reap(docker=False)
-    assert not d.exists()
+    assert not d.exists() and not any(p.exists() for p in cg.unique_dirs())
+
+
+@needs_bwrap
+def test_close_removes_the_cgroup_and_the_reaper_spares_cgroups_it_did_not_record():
+    version, base = parents()
+    decoys = {base[c] / f"agentrl-{reaper.SESSION_ID}-decoy{uuid.uuid4().hex[:6]}" for c in base}
+    for d in decoys:
+        d.mkdir()
+    try:
+        with BwrapSandbox(small_config()) as sb:
+            cg = sb.cgroup()
+            assert sb.exec("sleep 0.1; echo ok").output == "ok\n"
+            assert all(p.is_dir() for p in cg.unique_dirs())
+            reaper.reap(session="not-this-one", docker=False)
+            assert all(p.is_dir() for p in cg.unique_dirs())
+        assert not any(p.exists() for p in cg.unique_dirs())
+        reaper.reap(session=reaper.SESSION_ID, docker=False)
+        assert all(d.is_dir() for d in decoys)  # same session prefix, but no sandbox recorded them
+    finally:
+        for d in decoys:
+            d.rmdir()
+
+
+NON_ROOT = """
+import os
+from agentrl.sandboxes.base import SandboxConfigError
+from agentrl.sandboxes.bwrap_backend import BwrapSandbox, bwrap_available
+os.setresgid(65534, 65534, 65534)
+os.setresuid(65534, 65534, 65534)
+print("reason:", bwrap_available())
+try:
+    BwrapSandbox()
+except SandboxConfigError as e:
+    print("refused:", e)
+"""
+
+
+@needs_bwrap
+def test_bwrap_as_non_root_is_refused_naming_the_fix():
+    """Without root there is no cgroup, tmpfs or per-sandbox uid: refuse at start-up instead of running unlimited."""
+    out = subprocess.run([sys.executable, "-c", NON_ROOT], capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "AGENTRL_SANDBOX_SESSION": reaper.SESSION_ID})
+    lines = dict(line.split(": ", 1) for line in out.stdout.splitlines() if ": " in line)
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    for key in ("reason", "refused"):
+        assert "needs root" in lines[key] and "uid 65534" in lines[key] and "backend='docker'" in lines[key], lines
+
+
+@needs_bwrap
+def test_bwrap_says_what_it_cannot_give_at_start_up(caplog, monkeypatch):
+    monkeypatch.setattr(bwrap_backend, "_said", False)
+    with caplog.at_level(logging.WARNING, logger="agentrl.sandboxes.bwrap_backend"):
+        with BwrapSandbox(small_config()):
+            pass
+    said = [r.getMessage() for r in caplog.records]
+    assert any("no seccomp syscall filter" in m for m in said), said
 
 
 @needs_docker

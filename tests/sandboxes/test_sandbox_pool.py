@@ -1,17 +1,19 @@
-"""SandboxPool and the async wrappers against the real engine: warm hits, refill, reset on release, retirement."""
+"""SandboxPool against the real backends: warm hits, refill, reset on release, retirement, and concurrency
+(claims that really overlap, and a bound that really holds)."""
 
 from __future__ import annotations
 
-import asyncio
+import threading
 import time
 
 import pytest
 from agentrl.sandboxes import SandboxConfigError, SandboxPool
-from agentrl.sandboxes.aio import AsyncSandboxPool
 from agentrl.sandboxes.docker_backend import docker_client
 from sandbox_helpers import needs_docker, small_config
 
-pytestmark = [pytest.mark.docker, needs_docker]
+from agentrl.errors import SandboxError
+
+docker_only = [pytest.mark.docker, needs_docker]
 
 
 def _wait_warm(pool: SandboxPool, n: int = 1, within: float = 20) -> None:
@@ -21,6 +23,8 @@ def _wait_warm(pool: SandboxPool, n: int = 1, within: float = 20) -> None:
     assert len(pool._free) >= n
 
 
+@pytest.mark.docker
+@needs_docker
 def test_warm_claim_is_a_hit_and_the_pool_refills_right_after():
     with SandboxPool(small_config(), backend="docker", warm=1, max_concurrency=2) as pool:
         _wait_warm(pool)
@@ -34,6 +38,8 @@ def test_warm_claim_is_a_hit_and_the_pool_refills_right_after():
         assert pool._free[-1].exec("ls -A /workspace; pgrep -u 1000 sleep").output == ""
 
 
+@pytest.mark.docker
+@needs_docker
 def test_release_resets_the_sandbox_for_the_next_task():
     with SandboxPool(small_config(), backend="docker", warm=1, max_concurrency=2) as pool:
         with pool.sandbox() as sb:
@@ -45,6 +51,8 @@ def test_release_resets_the_sandbox_for_the_next_task():
             assert sb.exec("ls -A /workspace /tmp").output == "/tmp:\n\n/workspace:\n"
 
 
+@pytest.mark.docker
+@needs_docker
 def test_retired_after_max_uses():
     with SandboxPool(small_config(), backend="docker", warm=1, max_concurrency=2, max_uses=2) as pool:
         ids = []
@@ -54,6 +62,8 @@ def test_retired_after_max_uses():
         assert ids[0] == ids[1] != ids[2]
 
 
+@pytest.mark.docker
+@needs_docker
 def test_dead_warm_sandbox_is_replaced_on_claim():
     with SandboxPool(small_config(), backend="docker", warm=1, max_concurrency=1) as pool:
         _wait_warm(pool)
@@ -63,22 +73,49 @@ def test_dead_warm_sandbox_is_replaced_on_claim():
         assert pool.stats["retired"] >= 1
 
 
+@pytest.mark.docker
+@needs_docker
 def test_memory_budget_is_checked():
     with pytest.raises(SandboxConfigError, match="exceeds"):
         SandboxPool(small_config(memory_mb=1 << 20, workspace_mb=64, tmp_mb=64), backend="docker", warm=0,
                     max_concurrency=4, reap=False)
 
 
-def test_async_pool_runs_commands_concurrently():
-    async def main() -> list[str]:
-        apool = AsyncSandboxPool(SandboxPool(small_config(), backend="docker", warm=0, max_concurrency=2))
-        try:
-            async def one(i: int) -> str:
-                async with apool.sandbox() as sb:
-                    await sb.write_file("/workspace/n.txt", str(i))
-                    return (await sb.exec("cat /workspace/n.txt")).output
-            return await asyncio.gather(*(one(i) for i in range(3)))
-        finally:
-            await apool.close()
+def test_pool_runs_commands_concurrently_and_never_past_its_bound(backend):
+    """Two claims run their commands at the same time (the intervals the commands themselves timed overlap; run
+    one after the other, the second would start after the first's `sleep 1` ended), and a third claim
+    cannot be served while both are held (max_concurrency=2)."""
+    with SandboxPool(small_config(), backend=backend, warm=0, max_concurrency=2, reap=False) as pool:
+        both_claimed = threading.Barrier(3, timeout=120)
+        spans: dict[int, tuple[float, float]] = {}
+        outputs: dict[int, str] = {}
+        errors: list[BaseException] = []
 
-    assert sorted(asyncio.run(main())) == ["0", "1", "2"]
+        def job(i: int) -> None:
+            try:
+                with pool.sandbox(timeout=120) as sb:
+                    sb.write_file("/workspace/n.txt", str(i))
+                    both_claimed.wait()  # both sandboxes are claimed now
+                    both_claimed.wait()  # ... and the main thread has checked the bound
+                    # the command's own start and end on the (shared) real-time clock
+                    out = sb.exec("date +%s.%N; sleep 1; cat /workspace/n.txt; echo; date +%s.%N",
+                                  timeout=60).output.split()
+                    spans[i] = (float(out[0]), float(out[2]))
+                    outputs[i] = out[1]
+            except BaseException as e:
+                errors.append(e)
+                both_claimed.abort()
+
+        threads = [threading.Thread(target=job, args=(i,)) for i in range(2)]
+        for t in threads:
+            t.start()
+        both_claimed.wait()
+        with pytest.raises(SandboxError, match="no sandbox free"):
+            pool.acquire(timeout=0.2)
+        both_claimed.wait()
+        for t in threads:
+            t.join()
+    assert not errors, errors
+    assert outputs == {0: "0", 1: "1"}
+    (a0, a1), (b0, b1) = spans[0], spans[1]
+    assert max(a0, b0) < min(a1, b1), spans
