@@ -203,13 +203,28 @@ class SweLiteEnv(AgentEnv):
         if failure is not None:  # the agent's doing: scored 0 with the reason, never masked as infra
             result = grading.failed_grade(failure, start=t0)
         else:
-            grader = self._acquire()
-            try:
-                result = grading.grade(grader, self.task, final, timeout=self.grade_timeout_s)
-            finally:
-                self._release(grader)
+            result = self._grade_fresh(final, t0)
         self.timings["grade_s"] = time.monotonic() - t0
         return self._final_info(result, exit_reason, termination=termination)
+
+    def _grade_fresh(self, final: dict[str, bytes], t0: float) -> grading.Grade:
+        """Grade in a fresh sandbox. If that sandbox dies under the repo's tests while a new one works, the
+        repo killed it (a memory or process bomb): a 0 with the reason, not an infra error to mask."""
+        grader = self._acquire()
+        try:
+            return grading.grade(grader, self.task, final, timeout=self.grade_timeout_s)
+        except SandboxError as e:
+            error = e
+        finally:
+            self._release(grader)
+        probe = self._acquire()  # raises SandboxError itself when the backend is what failed
+        try:
+            if not probe.exec("true", timeout=30).ok:
+                raise error
+        finally:
+            self._release(probe)
+        return grading.failed_grade(f"the grading sandbox failed while running this repo's tests: "
+                                    f"{type(error).__name__}: {error}"[:500], start=t0)
 
     def _collect_final_tree(self) -> tuple[dict[str, bytes], str | None]:
         """(files, None), or ({}, why) when the agent left a repo that cannot be read back (too large, unreadable).

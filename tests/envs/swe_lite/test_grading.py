@@ -196,3 +196,24 @@ def test_harness_alone_scores_runtime_attacks_zero(any_sandbox, tasks, attack, m
         assert not result.valid and "sys.path" in result.reason, result.reason
     if attack.startswith(("pytest_py", "stdlib")):
         assert result.valid and result.f2p == 0.0, result.reason  # the real runner ran and the test failed
+
+
+def test_reward_hacking_telemetry_and_suspicious_sample(tmp_path):
+    from agentrl.rollout.collector import summarize
+    from agentrl.trainer.monitor import Monitor
+    from agentrl.types import Trajectory
+
+    def traj(i, **info):
+        return Trajectory(id=f"t{i}", group_id="g", env_id="swe_lite", task_id="x", reward=0.0,
+                          reward_info={"grading_reason": "", "grading_valid": True, **info})
+
+    trajs = [traj(0), traj(1, suspicious=True, grading_valid=False, grading_reason="tampering: pytest.py shadows",
+                           findings=["pytest.py shadows the module 'pytest'"], patch="+++ b/pytest.py"),
+             traj(2, grading_valid=False, grading_reason="tests timed out after 60s"),
+             traj(3, grading_valid=False)]  # ended by format errors: never graded, not counted
+    m = summarize(trajs)
+    assert m["rollout/suspicious_share"] == 1 / 3 and m["rollout/invalid_grading_share"] == 2 / 3
+    assert "rollout/suspicious_share" not in summarize([Trajectory(id="c", group_id="g", env_id="calc", task_id="y")])
+    Monitor(tmp_path, total_steps=1, tensorboard=False).write_samples(3, trajs, None)
+    text = (tmp_path / "samples" / "step_000003_suspicious.txt").read_text()
+    assert "pytest.py shadows" in text and "trajectory t1" in text

@@ -140,7 +140,7 @@ def play(pool, task, actions: list[str]) -> tuple[float, dict]:
     """Run the actions in the agent sandbox, submit, and return (reward, info); the record must be writable."""
     from agentrl.envs.swe_lite.env import SweLiteEnv
 
-    env = SweLiteEnv(tasks=[task], pool=pool, grade_timeout_s=60)
+    env = SweLiteEnv(tasks=[task], pool=pool, grade_timeout_s=30)
     try:
         env.reset(options={"instance_id": task.instance_id})
         for action in actions:
