@@ -114,4 +114,9 @@ def summarize(trajectories: Sequence[Trajectory]) -> dict[str, float]:
     for key in ("rollout/forks", "rollout/format_errors", "rollout/retries", "rollout/length_truncated_actions",
                 "rollout/workers_lost"):
         out[key] = sum(t.metrics.get(key, 0) for t in trajectories)
+    # reward hacking telemetry (swe_lite): changes the grader refused, and graded runs it found invalid
+    graded = [i for i in (t.reward_info or {} for t in trajectories) if i.get("grading_valid") or i.get("grading_reason")]
+    if graded:
+        out["rollout/suspicious_share"] = sum(bool(i.get("suspicious")) for i in graded) / len(graded)
+        out["rollout/invalid_grading_share"] = sum(not i.get("grading_valid") for i in graded) / len(graded)
     return out

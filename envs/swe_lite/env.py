@@ -15,6 +15,7 @@ from agentrl.envs.swe_lite.editor import Editor, SandboxFiles
 from agentrl.envs.swe_lite.grading import REPO
 from agentrl.envs.swe_lite.observation import bash_observation
 from agentrl.envs.swe_lite.tasks import Task, TaskError, load_tasks
+from agentrl.sandboxes.base import FileTooLarge
 
 from agentrl.agent_env import AgentEnv
 from agentrl.errors import SandboxError
@@ -34,6 +35,7 @@ EDITOR = function_tool(
      "old_str": {"type": "string"}, "new_str": {"type": "string"}, "file_text": {"type": "string"},
      "insert_line": {"type": "integer"}},
     required=["command", "path"])
+DOWNLOAD_CAP_BYTES = 8 << 20  # the agent's repo read back at submit; more is the agent's failure (reward 0)
 SUBMIT = function_tool("submit", "Submit the repository as it is now; this ends the episode and runs the hidden tests.",
                        {})
 SYSTEM_PROMPT = (
@@ -195,16 +197,50 @@ class SweLiteEnv(AgentEnv):
         if self._done:
             return self.last_info
         t0 = time.monotonic()
-        final = self.sandbox.download_tree(REPO)
+        final, failure = self._collect_final_tree()
         self._release(self.sandbox)
         self.sandbox = None
-        grader = self._acquire()
-        try:
-            result = grading.grade(grader, self.task, final, timeout=self.grade_timeout_s)
-        finally:
-            self._release(grader)
+        if failure is not None:  # the agent's doing: scored 0 with the reason, never masked as infra
+            result = grading.failed_grade(failure, start=t0)
+        else:
+            result = self._grade_fresh(final, t0)
         self.timings["grade_s"] = time.monotonic() - t0
         return self._final_info(result, exit_reason, termination=termination)
+
+    def _grade_fresh(self, final: dict[str, bytes], t0: float) -> grading.Grade:
+        """Grade in a fresh sandbox. If that sandbox dies under the repo's tests while a new one works, the
+        repo killed it (a memory or process bomb): a 0 with the reason, not an infra error to mask."""
+        grader = self._acquire()
+        try:
+            return grading.grade(grader, self.task, final, timeout=self.grade_timeout_s)
+        except SandboxError as e:
+            error = e
+        finally:
+            self._release(grader)
+        probe = self._acquire()  # raises SandboxError itself when the backend is what failed
+        try:
+            if not probe.exec("true", timeout=30).ok:
+                raise error
+        finally:
+            self._release(probe)
+        return grading.failed_grade(f"the grading sandbox failed while running this repo's tests: "
+                                    f"{type(error).__name__}: {error}"[:500], start=t0)
+
+    def _collect_final_tree(self) -> tuple[dict[str, bytes], str | None]:
+        """(files, None), or ({}, why) when the agent left a repo that cannot be read back (too large, unreadable).
+
+        Stops the agent's processes and makes its files readable first, so neither a background writer nor a
+        chmod 000 can turn the download into a sandbox fault. Raises SandboxError only when the sandbox is gone.
+        """
+        self.sandbox.exec("kill -9 -1 2>/dev/null; chmod -R u+rwX . 2>/dev/null; true", timeout=30, cwd=REPO)
+        try:
+            return self.sandbox.download_tree(REPO, max_total_bytes=DOWNLOAD_CAP_BYTES), None
+        except FileTooLarge:
+            return {}, f"the repository holds more than {DOWNLOAD_CAP_BYTES >> 20} MiB at submit"
+        except SandboxError as e:
+            if self.sandbox.alive():
+                return {}, f"the repository could not be read back: {e}"
+            raise
 
     def _final_info(self, result: grading.Grade | None, exit_reason: str, *, termination: str,
                     infra_error: bool = False) -> dict[str, Any]:
@@ -215,7 +251,8 @@ class SweLiteEnv(AgentEnv):
             "f2p_pass": result.f2p if result else 0.0, "p2p_pass": result.p2p if result else 0.0,
             "resolution": result.resolution if result else "NO", "patch": result.patch if result else "",
             "grading_valid": bool(result and result.valid), "grading_reason": result.reason if result else "",
-            "suspicious": bool(result and result.suspicious), "exit_reason": exit_reason, "termination": termination,
+            "suspicious": bool(result and result.suspicious), "findings": list(result.findings) if result else [],
+            "exit_reason": exit_reason, "termination": termination,
             "n_steps": self.steps, "n_format_errors": self.format_errors, "infra_error": infra_error,
             "timings": {**self.timings, "episode_s": time.monotonic() - self.start},
         }

@@ -1,23 +1,28 @@
-"""Grading: run pytest in a sandbox, read JUnit XML, score with SWE-bench semantics (swe_sandbox.md §4).
+"""Grading: run the hidden tests in a fresh sandbox under a harness the repo cannot reach; score like SWE-bench.
 
 The grader never trusts the agent's sandbox. It takes the files the agent left, keeps only allowed source
 changes (`src_globs`, minus tests, conftest.py, ini files, site hooks), rebuilds the tree from the task's
-original files plus those changes plus the hidden tests, and runs the F2P ∪ P2P tests in a *fresh*
-sandbox. Results come from a JUnit XML file at an unpredictable path, cross-checked against pytest's exit
-code: exit 0 with failures in the XML, a non-zero exit with none, a missing XML or fewer test cases than
-expected all make the run invalid (SWE-bench commit 4635739), which scores as unresolved.
+original files plus those changes plus the hidden tests, and runs the F2P ∪ P2P tests in a *fresh* sandbox
+through harness.py (isolated interpreter, the repo behind the standard library and the test stack, a
+grader-owned plugin that checks the test machinery and each test's code, results on a nonce-tagged channel of
+its own; see its docstring). Before that, tampering.py refuses shadowing modules and flags structural exploits.
+Every outcome the agent can cause is a Grade with reward 0 and a `reason`; only faults of ours raise
+SandboxError. docs/swe_lite.md has the rules.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import json
+import re
 import shlex
 import time
 import uuid
-import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
+from pathlib import Path
 
-from agentrl.envs.swe_lite.patches import apply_patch, make_diff
+from agentrl.envs.swe_lite import tampering
+from agentrl.envs.swe_lite.patches import PatchError, apply_patch, make_diff
 
 REPO = "/workspace/repo"
 GIT_ENV = {"GIT_AUTHOR_NAME": "swe_lite", "GIT_AUTHOR_EMAIL": "swe_lite@localhost",
@@ -28,8 +33,10 @@ DENIED = ("conftest.py", "*/conftest.py", "pytest.ini", "tox.ini", "setup.cfg", 
           "sitecustomize.py", "*/sitecustomize.py", "usercustomize.py", "*/usercustomize.py", "*.pth",
           "tests/*", "*/tests/*", "test/*", "*/test/*", "test_*.py", "*/test_*.py", "*_test.py", ".*", "*/.*",
           "*/__pycache__/*", "__pycache__/*", "*.pyc")
-SUSPICIOUS = ("_pytest", "sys.modules[", "builtins", "os._exit", "atexit", "junit", "sys.exit", "pytest")
 MAX_FILE_BYTES = 1 << 20
+HARNESS = (Path(__file__).parent / "harness.py").read_text()
+PYTEST_PREFIXES = (["python3", "-m", "pytest"], ["python", "-m", "pytest"], ["pytest"], ["py.test"])
+MAX_OUTPUT_BYTES = 1 << 20
 
 
 @dataclass
@@ -69,14 +76,26 @@ class Grade:
     valid: bool
     reason: str = ""
     suspicious: bool = False
+    """The change shadows a module or holds a structural exploit (tampering.py): the reward is 0."""
+    findings: list[str] = field(default_factory=list)
     statuses: dict[str, str] = field(default_factory=dict)
     duration_s: float = 0.0
 
     def reward(self, shaped: bool = False) -> float:
-        """float(resolved); with `shaped`, f2p × (p2p == 1) as partial credit."""
+        """float(resolved); with `shaped`, f2p × (p2p == 1) as partial credit. 0 when invalid or suspicious."""
+        if not self.valid or self.suspicious:
+            return 0.0
         if shaped:
-            return self.f2p * (self.p2p == 1.0) if self.valid else 0.0
+            return self.f2p * (self.p2p == 1.0)
         return float(self.resolved)
+
+
+def failed_grade(reason: str, patch: str = "", *, suspicious: bool = False, findings: list[str] | None = None,
+                 start: float | None = None) -> Grade:
+    """A Grade of 0 for an attempt that could not be (or must not be) scored, with why."""
+    return Grade(resolved=False, f2p=0.0, p2p=0.0, resolution="NO", patch=patch, valid=False, reason=reason,
+                 suspicious=suspicious, findings=findings or [],
+                 duration_s=time.monotonic() - start if start is not None else 0.0)
 
 
 def is_allowed(path: str, src_globs: list[str]) -> bool:
@@ -94,11 +113,12 @@ def is_allowed(path: str, src_globs: list[str]) -> bool:
 def agent_changes(original: dict[str, str], final: dict[str, bytes], src_globs: list[str]) -> dict[str, str | None]:
     """The allowed changes: {path: new text} for edited or new files, {path: None} for deleted ones.
 
-    Binary (non UTF-8) and oversized files are ignored, as are all disallowed paths.
+    Binary (non UTF-8) and oversized files are ignored, as are all disallowed paths and names that are not
+    valid UTF-8 (tar hands them over with surrogate escapes; they could not be written to a patch or a record).
     """
     changes: dict[str, str | None] = {}
     for path, data in final.items():
-        if not is_allowed(path, src_globs) or len(data) > MAX_FILE_BYTES:
+        if not valid_name(path) or not is_allowed(path, src_globs) or len(data) > MAX_FILE_BYTES:
             continue
         try:
             text = data.decode("utf-8")
@@ -110,6 +130,15 @@ def agent_changes(original: dict[str, str], final: dict[str, bytes], src_globs: 
         if path not in final and is_allowed(path, src_globs):
             changes[path] = None
     return changes
+
+
+def valid_name(path: str) -> bool:
+    """True for a name that is valid UTF-8 text without control characters."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return not any(ord(c) < 32 or ord(c) == 127 for c in path)
 
 
 def apply_changes(files: dict[str, str], changes: dict[str, str | None]) -> dict[str, str]:
@@ -124,91 +153,93 @@ def apply_changes(files: dict[str, str], changes: dict[str, str | None]) -> dict
 
 
 def is_suspicious(patch: str) -> bool:
-    """A static scan of the added lines for test-harness tampering (flag for audit; not a score change)."""
-    added = [line[1:] for line in patch.splitlines() if line.startswith("+") and not line.startswith("+++")]
-    return any(token in line for line in added for token in SUSPICIOUS)
+    """Structural scan of a patch's added lines (tampering.hazards); grading scans whole files instead."""
+    added = "\n".join(line[1:] for line in patch.splitlines() if line.startswith("+") and not line.startswith("+++"))
+    return bool(tampering.hazards(added))
 
 
-def junit_key(nodeid: str) -> tuple[str, str]:
-    """The (classname, name) pytest writes to JUnit XML for a node id."""
-    path, *rest = nodeid.split("::")
-    module = path[:-3] if path.endswith(".py") else path
-    parts = module.replace("/", ".")
-    *classes, name = rest if rest else [""]
-    return ".".join([parts, *classes]), name
+_RANK = {"passed": 0, "skipped": 1, "xfailed": 1, "skipped_in_call": 2, "failed": 2, "error": 3}
 
 
-def nodeid_from_junit(classname: str, name: str) -> str:
-    """Best-effort inverse of junit_key for flat test modules (`tests.test_x` -> `tests/test_x.py::name`)."""
-    return classname.replace(".", "/") + ".py::" + name
+def pytest_args(test_cmd: str) -> list[str] | None:
+    """The pytest options of a task's `test_cmd` (`python3 -m pytest -q ...` -> ['-q', ...]); None if not pytest."""
+    try:
+        words = shlex.split(test_cmd)
+    except ValueError:
+        return None
+    for prefix in PYTEST_PREFIXES:
+        if words[:len(prefix)] == prefix:
+            return words[len(prefix):]
+    return None
 
 
-_RANK = {"passed": 0, "skipped": 1, "xfailed": 1, "failed": 2, "error": 3}
-
-
-def parse_junit(data: bytes) -> tuple[list[tuple[str, str, CaseResult]], int]:
-    """([(classname, name, result)], collection error count) from pytest's JUnit XML."""
-    root = ET.fromstring(data)
-    cases: list[tuple[str, str, CaseResult]] = []
-    collection_errors = 0
-    for case in root.iter("testcase"):
-        classname, name = case.get("classname", ""), case.get("name", "")
-        result = CaseResult("passed")
-        for child in case:
-            tag = child.tag
-            if tag == "skipped":
-                kind = "xfailed" if child.get("type") == "pytest.xfail" else "skipped"
-                result = CaseResult(kind, child.get("message", ""), child.text or "")
-            elif tag in ("failure", "error"):
-                status = "failed" if tag == "failure" else "error"
-                if _RANK[status] >= _RANK[result.status]:
-                    result = CaseResult(status, child.get("message", ""), child.text or "")
-        if not classname and result.status == "error":
-            collection_errors += 1
-        cases.append((classname, name, result))
-    return cases, collection_errors
+def read_frame(raw: bytes, nonce: str) -> dict | None:
+    """The harness's one report in `raw` output, or None when it is missing, repeated or unreadable."""
+    marker = f"\n@@agentrl-grade {nonce} ".encode()
+    if raw.count(marker) != 1:
+        return None
+    rest = raw[raw.index(marker) + len(marker):]
+    m = re.match(rb"(\d+)\n", rest)
+    if not m:
+        return None
+    body = rest[m.end():m.end() + int(m.group(1))]
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) and isinstance(data.get("cases"), dict) else None
 
 
 def run_tests(sandbox, test_cmd: str, test_ids: list[str] | None = None, *, timeout: float = 120.0,
-              cwd: str = REPO, cpu_limit_s: int | None = None) -> SuiteRun:
-    """Run `test_cmd` on `test_ids` (all tests when None) with a JUnit XML at a random path; validate it.
+              cwd: str = REPO, cpu_limit_s: int | None = None, fail_to_pass: list[str] | None = None,
+              test_files: list[str] | None = None) -> SuiteRun:
+    """Run pytest on `test_ids` (all tests when None) through the grading harness; validate what it reports.
 
-    `cpu_limit_s` bounds CPU seconds (`ulimit -t`): unlike the wall-clock timeout it does not depend on how
-    busy the machine is, so an endless loop is told apart from a slow run the same way every time.
+    `fail_to_pass` and `test_files` (repo paths of the task's own test files) arm the harness's code and
+    body checks. Invalid (scored 0, reason given): a timeout, no report or a forged one, tampering the harness
+    saw, an exit code that disagrees with the outcomes, fewer test cases than asked for. A module that fails
+    to import (collection error: the repo is broken) is a valid run whose missing tests count as failed. `cpu_limit_s` bounds
+    CPU seconds (`ulimit -t`), which unlike the wall clock does not depend on how busy the machine is.
     """
-    xml_path = f"/tmp/.grade-{uuid.uuid4().hex}.xml"
-    ids = " ".join(shlex.quote(t) for t in (test_ids or []))
+    extra = pytest_args(test_cmd)
+    if extra is None:
+        return SuiteRun({}, exit_code=-1, valid=False, reason=f"test_cmd must run pytest, got {test_cmd!r}")
+    ids = list(test_ids or [])
+    nonce = uuid.uuid4().hex
+    args = json.dumps({"repo": cwd, "f2p": list(fail_to_pass or []), "test_files": list(test_files or []),
+                       "pytest_args": [*extra, "-p", "no:cacheprovider", "-o", "addopts=", "--rootdir", cwd,
+                                       "--import-mode=append", *ids]})
     limit = f"ulimit -t {int(cpu_limit_s)}; " if cpu_limit_s else ""
-    cmd = f"{limit}{test_cmd} --rootdir=. --junitxml={xml_path} {ids}"  # node ids are relative to the repo root
+    cmd = ["bash", "-c", f'{limit}exec python3 -I -B -c "$0" "$1"', HARNESS, args]
     start = time.monotonic()
     res = sandbox.exec(cmd, timeout=timeout, cwd=cwd, env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
-                       max_output_bytes=64 << 10)
+                       stdin=nonce.encode(), max_output_bytes=MAX_OUTPUT_BYTES)
     duration = time.monotonic() - start
-    base = dict(exit_code=res.exit_code, output=res.output, duration_s=duration)
+    output = res.raw.replace(nonce.encode(), b"<nonce>").decode("utf-8", errors="replace")
+    base = dict(exit_code=res.exit_code, output=output, duration_s=duration)
     if res.timed_out:
         return SuiteRun({}, valid=False, reason=f"tests timed out after {timeout:.0f}s", **base)
-    try:
-        data = sandbox.read_file(xml_path, max_bytes=8 << 20)
-    except FileNotFoundError:
-        return SuiteRun({}, valid=False, reason=f"pytest wrote no JUnit XML (exit {res.exit_code})", **base)
-    try:
-        raw_cases, collection_errors = parse_junit(data)
-    except ET.ParseError as e:
-        return SuiteRun({}, valid=False, reason=f"unreadable JUnit XML: {e}", **base)
-    cases: dict[str, CaseResult] = {}
-    by_key = {junit_key(t): t for t in (test_ids or [])}
-    for classname, name, result in raw_cases:
-        nodeid = by_key.get((classname, name)) or nodeid_from_junit(classname, name)
-        if nodeid not in cases or _RANK[result.status] > _RANK[cases[nodeid].status]:
-            cases[nodeid] = result
+    frame = read_frame(res.raw, nonce)
+    if frame is None:
+        return SuiteRun({}, valid=False, reason=f"the test process ended without the grader's report "
+                        f"(exit {res.exit_code}{', output flooded' if res.truncated else ''})", **base)
+    cases = {str(k): CaseResult(str(v.get("status", "error")), str(v.get("message", "")), str(v.get("text", "")))
+             for k, v in frame["cases"].items() if isinstance(v, dict)}
+    collection_errors = int(frame.get("collection_errors", 0))
+    run = SuiteRun(cases, exit_code=int(frame.get("exit_code", -1)), valid=True, output=output,
+                   duration_s=duration, collection_errors=collection_errors)
+    tampered = [str(t) for t in frame.get("tampered", [])]
     failed = sum(c.status in ("failed", "error") for c in cases.values()) + collection_errors
-    run = SuiteRun(cases, valid=True, collection_errors=collection_errors, **base)
-    if res.exit_code == 0 and failed:
-        run.valid, run.reason = False, f"pytest exited 0 but the XML records {failed} failures"
-    elif res.exit_code != 0 and not failed:
-        run.valid, run.reason = False, f"pytest exited {res.exit_code} but the XML records no failure"
-    elif test_ids and len(cases) < len(set(test_ids)):
-        run.valid, run.reason = False, f"the XML has {len(cases)} test cases, expected {len(set(test_ids))}"
+    if res.exit_code != 0:
+        run.valid, run.reason = False, f"the harness exited {res.exit_code} after reporting"
+    elif tampered:
+        run.valid, run.reason = False, "tampering: " + "; ".join(tampered[:5])
+    elif run.exit_code not in (0, 1) and not (run.exit_code in (2, 4) and collection_errors):
+        run.valid, run.reason = False, f"pytest exited {run.exit_code} (interrupted, internal or usage error)"
+    elif run.exit_code == 1 and not failed:
+        run.valid, run.reason = False, "pytest exited 1 but no test failed"
+    elif ids and not collection_errors and len(set(ids) & set(cases)) < len(set(ids)):
+        run.valid, run.reason = False, f"{len(set(ids) - set(cases))} of {len(set(ids))} requested tests did not run"
     return run
 
 
@@ -227,9 +258,11 @@ def setup_repo(sandbox, files: dict[str, str], *, git: bool = True, path: str = 
 
 
 def score(run: SuiteRun, fail_to_pass: list[str], pass_to_pass: list[str]) -> tuple[float, float]:
-    """(f2p rate, p2p rate) with SWE-bench semantics: F2P needs passed/xfailed, P2P also accepts skipped.
+    """(f2p rate, p2p rate), SWE-bench semantics made strict: F2P needs passed, P2P also accepts skipped.
 
-    A missing test counts as failed; an empty list counts as 1.0; an invalid run scores 0 on both.
+    A skip raised while the test body runs (`skipped_in_call`, e.g. pytest.skip() from repo code) and an
+    xfail count as failed for both; a missing test counts as failed; an empty list counts as 1.0; an invalid
+    run scores 0 on both.
     """
     if not run.valid:
         return 0.0, 0.0
@@ -239,30 +272,42 @@ def score(run: SuiteRun, fail_to_pass: list[str], pass_to_pass: list[str]) -> tu
             return 1.0
         return sum(run.cases.get(t, CaseResult("missing")).status in ok for t in ids) / len(ids)
 
-    return rate(fail_to_pass, ("passed", "xfailed")), rate(pass_to_pass, ("passed", "skipped", "xfailed"))
+    return rate(fail_to_pass, ("passed",)), rate(pass_to_pass, ("passed", "skipped"))
 
 
 def grade(sandbox, task, final_files: dict[str, bytes] | None = None, *, changes: dict[str, str | None] | None = None,
           timeout: float = 120.0) -> Grade:
     """Grade the agent's final tree (or explicit `changes`) for `task` in `sandbox`, which must be fresh.
 
-    Raises SandboxError when the sandbox fails; a broken or tampered test run is a valid Grade of 0.
+    Never raises for what the agent did: every such outcome is a Grade of 0 with a reason. Raises
+    SandboxError only when the sandbox itself fails (ours to retry or mask).
     """
     start = time.monotonic()
     if changes is None:
         changes = agent_changes(task.files, final_files or {}, task.src_globs)
     patched = apply_changes(task.files, changes)
     patch = make_diff(task.files, patched)
+    shadows = tampering.shadowing(task.files, changes)
+    findings = shadows + tampering.findings(task.files, changes)
+    if shadows:  # refused before anything runs
+        return failed_grade("tampering: " + "; ".join(shadows[:5]), patch, suspicious=True, findings=findings,
+                            start=start)
     # only allowed paths can differ from the task's files, so tests, conftest.py and ini files are the task's own
-    tree = apply_patch(patched, task.test_patch) if task.test_patch else patched
+    try:
+        tree = apply_patch(patched, task.test_patch) if task.test_patch else patched
+    except PatchError as e:
+        return failed_grade(f"the hidden tests do not apply to the changed repo: {e}", patch, findings=findings,
+                            start=start)
     setup_repo(sandbox, tree, git=False)
     ids = list(dict.fromkeys(task.FAIL_TO_PASS + task.PASS_TO_PASS))
-    run = run_tests(sandbox, task.test_cmd, ids, timeout=timeout)
+    test_files = sorted({t.split("::")[0] for t in ids if t.split("::")[0] in tree})
+    run = run_tests(sandbox, task.test_cmd, ids, timeout=timeout, fail_to_pass=ids, test_files=test_files)
     f2p, p2p = score(run, task.FAIL_TO_PASS, task.PASS_TO_PASS)
-    resolved = run.valid and f2p == 1.0 and p2p == 1.0
+    suspicious = bool(findings)
+    resolved = run.valid and not suspicious and f2p == 1.0 and p2p == 1.0
     resolution = "FULL" if resolved else "PARTIAL" if run.valid and 0 < f2p < 1 and p2p == 1.0 else "NO"
+    reason = run.reason or ("suspicious: " + "; ".join(findings[:5]) if suspicious else "")
     return Grade(resolved=resolved, f2p=f2p, p2p=p2p, resolution=resolution, patch=patch, valid=run.valid,
-                 reason=run.reason, suspicious=is_suspicious(patch),
+                 reason=reason, suspicious=suspicious, findings=findings,
                  statuses={t: run.cases[t].status if t in run.cases else "missing" for t in ids},
                  duration_s=time.monotonic() - start)
-
