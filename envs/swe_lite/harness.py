@@ -32,7 +32,7 @@ def _read_nonce() -> bytearray:
     return buf
 
 
-NONCE = _read_nonce()
+_NONCE = _read_nonce()  # popped from the globals before any repo code runs (see the end of this file)
 import ast  # noqa: E402  (imports after the nonce: nothing may read stdin first)
 import builtins  # noqa: E402, F401  (watched below)
 import json  # noqa: E402
@@ -251,8 +251,11 @@ class GraderPlugin:
         return cases
 
 
-def main() -> None:
-    """Run pytest on the repo under the plugin; write one nonce-tagged frame; exit without atexit hooks."""
+def main(nonce: bytearray) -> None:
+    """Run pytest on the repo under the plugin; write one nonce-tagged frame; exit without atexit hooks.
+
+    The nonce lives only in this frame: repo code could read a module global (`import __main__`), but a frame
+    local only through introspection (frames, gc, tracebacks), which tampering.py refuses."""
     args = json.loads(sys.argv[1])
     repo = args["repo"]
     sources = {}
@@ -274,11 +277,11 @@ def main() -> None:
     plugin.flag(_changes(snap))
     payload = _ENCODER.encode({"exit_code": code, "cases": plugin.results(), "tampered": plugin.tampered,
                           "collection_errors": plugin.collection_errors}).encode()
-    frame = b"\n@@agentrl-grade " + bytes(NONCE) + b" %d\n" % len(payload) + payload + b"\n"
+    frame = b"\n@@agentrl-grade " + bytes(nonce) + b" %d\n" % len(payload) + payload + b"\n"
     view = memoryview(frame)
     while view:
         view = view[_WRITE(1, view):]
     _EXIT(0)
 
 
-main()
+main(globals().pop("_NONCE"))
