@@ -341,6 +341,11 @@ async def run_eval(cfg: EvalConfig, engine=None, tokenizer=None, *, progress: bo
         if done:
             log(f"resuming {cfg.out}: {len(done)} episodes done, {todo} to run")
         factory = partial(make, cfg.env, **{**cfg.env_kwargs, **hook.env_kwargs(cfg, tasks)})
+        if todo:
+            from agentrl.preflight import try_factory
+
+            await asyncio.to_thread(try_factory, factory, key="--env-kwargs", label=cfg.env, seed=tasks[0].seed,
+                                    options=tasks[0].options)
         loop_cfg = LoopConfig(max_turns=cfg.max_turns, max_new_tokens=cfg.max_new_tokens,
                               max_context_tokens=cfg.max_context_tokens, timeout_s=cfg.wall_clock_s,
                               temperature=cfg.temperature, max_format_errors=10**9)

@@ -8,7 +8,8 @@ env has one, and turns any failure into one line naming the config key, e.g.
     env.kwargs.taks is not an argument of SweLiteEnv (did you mean "tasks"?); it takes: tasks, split, ...
     env.kwargs: swe_lite failed at reset: TaskError: ...: missing required field(s) problem_statement
 
-`agentrl train`, `agentrl sft` and `agentrl eval` call it before they load a model.
+`agentrl train` and `agentrl sft` call `preflight` before they load a model; `agentrl eval` checks its
+kwargs against the signature and builds and resets one env (`try_factory`) before any episode.
 """
 
 from __future__ import annotations
@@ -53,6 +54,23 @@ def try_env(name: str, kwargs: dict[str, Any], *, key: str = "env.kwargs", exper
             try:
                 env.close()
             except Exception:  # noqa: BLE001 - a failing close must not hide the real result
+                pass
+
+
+def try_factory(factory, *, key: str, label: str, seed: int | None = 0, options: dict | None = None) -> None:
+    """Build one env with `factory` and reset it (`agentrl eval`'s check before any episode runs)."""
+    env, stage = None, "construction"
+    try:
+        env = factory()
+        stage = "reset"
+        env.reset(seed=seed, options=options or None)
+    except Exception as e:  # noqa: BLE001 - reported as the config problem it is
+        raise PreflightError(f"{key}: env {label!r} failed at {stage}: {type(e).__name__}: {_one_line(e)}") from None
+    finally:
+        if env is not None:
+            try:
+                env.close()
+            except Exception:  # noqa: BLE001
                 pass
 
 

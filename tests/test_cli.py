@@ -74,6 +74,9 @@ class ParityEnv(agentrl.AgentEnv):
         return "ok"
 
 
+agentrl.register("test_cli_parity", ParityEnv, description="test env with reward variance")
+
+
 class BrokenResetEnv(ParityEnv):
     """Builds fine, fails at reset: every episode would be a masked env error."""
 
@@ -96,7 +99,7 @@ def test_bare_resume_continues_the_run_with_its_own_config(tmp_path, capsys):
     """Guards resume ignoring config.yaml (it trained the preset env with default settings, and keep-2 pruned
     the run's checkpoints): `agentrl train --resume RUN` alone must reproduce the uninterrupted step."""
     full = tmp_path / "full"
-    assert main(["train", "--env", "tests.test_cli:ParityEnv", *TINY_RUN, f"trainer.run_dir={full}"]) == 0
+    assert main(["train", "--env", "test_cli_parity", *TINY_RUN, f"trainer.run_dir={full}"]) == 0
     run = tmp_path / "resumed"
     shutil.copytree(full, run)
     shutil.rmtree(run / "checkpoints" / "step_000002")
@@ -106,7 +109,7 @@ def test_bare_resume_continues_the_run_with_its_own_config(tmp_path, capsys):
     capsys.readouterr()
 
     assert main(["train", "--resume", str(run)]) == 0
-    assert "tests.test_cli:ParityEnv" in capsys.readouterr().err
+    assert "agentrl train test_cli_parity" in capsys.readouterr().err
     assert _rows(run, 1) == _rows(full, 1) and _rows(run, 1) != _rows(run, 0)
     assert sorted(p.name for p in (run / "checkpoints").iterdir()) == ["step_000001", "step_000002"]
     assert (run / "config.yaml").read_text() == saved

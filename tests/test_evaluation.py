@@ -271,3 +271,35 @@ def test_broken_tasks_are_refused_at_load_with_one_line(tmp_path, breakage, mess
              "--out", str(tmp_path / "r.jsonl"))
     assert r.returncode == 2 and message in r.stderr and r.stderr.count("\n") == 1, r.stderr
     assert f"task {task.instance_id}" in r.stderr
+
+
+class SlowStepEnv(CoinEnv):
+    """Every step takes far longer than the job's wall-clock budget."""
+
+    def step(self, action):
+        time.sleep(4)
+        return super().step(action)
+
+
+class NoResetEnv(CoinEnv):
+    def reset(self, *, seed=None, options=None):
+        raise ValueError("tasks file has no 'prompt' column")
+
+
+def test_wall_clock_budget_ends_the_episode_or_the_record_says_why(tmp_path):
+    """Guards --wall-clock-s 60 taking 97 s silently: the loop's deadline is the budget itself (it was budget +
+    300 s), and an episode that still runs over by more than 10 % carries the reason in its record."""
+    out = tmp_path / "r.jsonl"
+    r = _cli(tmp_path, "--env", "tests.test_evaluation:SlowStepEnv", "--model", "tiny", "--num-tasks", "1",
+             "--wall-clock-s", "1", "--max-new-tokens", "4", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    rec = json.loads(out.read_text())
+    assert rec["termination"] == "timeout", rec
+    assert rec["timings"]["episode_s"] <= 1.1 or "budget" in rec.get("over_budget", ""), rec
+
+
+def test_an_env_that_cannot_reset_stops_the_job_before_any_episode(tmp_path):
+    r = _cli(tmp_path, "--env", "tests.test_evaluation:NoResetEnv", "--oracle", "expert", "--out", str(tmp_path / "r.jsonl"))
+    assert r.returncode == 2, r.stderr
+    assert "env 'tests.test_evaluation:NoResetEnv' failed at reset: ValueError: tasks file has no 'prompt' column" in r.stderr
+    assert r.stderr.count("\n") == 1
