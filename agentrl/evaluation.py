@@ -293,6 +293,7 @@ async def run_episodes(job: EvalConfig, tasks: list[EvalTask], factory, engine, 
                     traj = await run_episode(env, engine, renderer, loop_cfg, seed=task.seed, options=task.options,
                                              sampling_seed=(task.seed or 0) * 1000 + sample + 1)
                     info, termination, reward = dict(traj.reward_info), traj.termination.value, traj.reward
+                    info.setdefault("n_format_errors", traj.metrics.get("rollout/format_errors"))
                     turns, rows = len(traj.turns), transcript(traj)
                     error = traj.metrics.get("termination_detail", "") if termination in INFRA_TERMINATIONS else ""
                     if termination not in INFRA_TERMINATIONS and "resolved" not in info:
@@ -395,6 +396,9 @@ class _Progress:
             print(f"[{self.n}/{self.total}] {rec['instance_id']}#{rec['sample']}: "
                   f"{'resolved' if rec['resolved'] else 'infra error' if rec['infra_error'] else 'unresolved'} "
                   f"({rec['exit_reason']}, {rec['turns']} turns) — {text}", file=sys.stderr, flush=True)
+        if self.enabled and rec.get("over_budget"):
+            print(f"{rec['instance_id']}#{rec['sample']} over its wall-clock budget: {rec['over_budget']}",
+                  file=sys.stderr, flush=True)
 
     def __exit__(self, *exc) -> None:
         if self.bar is not None:
