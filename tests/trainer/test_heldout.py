@@ -18,15 +18,15 @@ from agentrl.types import user
 
 class SeedRewardEnv(agentrl.AgentEnv):
     """Reward depends only on the task seed (1 when seed % 3 == 0), whatever the model says, and a seed that is
-    a multiple of 7 crashes (an env fault, to be masked): the expected summary is known in advance."""
+    3 mod 7 crashes (an env fault, to be masked): the expected summary is known in advance."""
 
     def reset(self, *, seed=None, options=None):
         super().reset(seed=seed)
-        self.seed_ = seed
+        self.seed_ = seed or 0
         return [user("Say anything.")], {"task_id": str(seed)}
 
     def step(self, action):
-        if self.seed_ % 7 == 0:
+        if self.seed_ % 7 == 3:
             raise RuntimeError("simulated env fault")
         return [], float(self.seed_ % 3 == 0), True, False, {}
 
@@ -53,7 +53,7 @@ def test_heldout_scores_the_heldout_seeds_masks_env_faults_and_is_deterministic(
     tok = load_tokenizer("tiny")
     episodes = 30
     seeds = [task_seed(5, HELDOUT_STEP, 0, i) for i in range(episodes)]
-    scored = [s for s in seeds if s % 7]
+    scored = [s for s in seeds if s % 7 != 3]
     expected = sum(s % 3 == 0 for s in scored) / len(scored)
     assert 0 < expected < 1 and len(scored) < episodes, "the seeds must exercise both rewards and the masking"
 
