@@ -31,6 +31,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = list(_LAZY)
 
-# Register the built-in envs with gymnasium (string entry points: nothing heavy is imported), so that
-# `import agentrl; gymnasium.make("agentrl/calc-v0")` works as well as `agentrl.make("calc")`.
-import agentrl.envs  # noqa: E402,F401
+# The one registration trigger: importing the registry registers the built-in and plugin envs with gymnasium
+# (string entry points: nothing heavy is imported), so `import agentrl; gymnasium.make("agentrl/calc-v0")`
+# works as well as `agentrl.make("calc")`.
+import agentrl.registry  # noqa: E402,F401

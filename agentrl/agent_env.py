@@ -211,12 +211,14 @@ def check_env(env: Any, *, expert_steps: int = 50, strict: bool = True) -> None:
     step, areset/astep, the scripted expert (if any) reaching `terminated` within `expert_steps`, close twice.
 
     Args:
-        env: the environment (an AgentEnv; `agentrl.make` returns one).
+        env: the environment (an AgentEnv; `agentrl.make` returns one; a `gymnasium.make` wrapper is unwrapped).
         expert_steps: how many expert steps may pass before the expert counts as stuck.
         strict: treat gymnasium checker warnings as failures.
     """
     from gymnasium.utils.env_checker import check_env as gym_check_env
 
+    if not isinstance(env, AgentEnv) and isinstance(getattr(env, "unwrapped", None), AgentEnv):
+        env = env.unwrapped  # gymnasium.make(...) wraps the env; the agentrl checks need the env itself
     name = type(env).__name__
     _check(isinstance(env, AgentEnv), f"{name} is not an agentrl.AgentEnv; subclass AgentEnv (a gymnasium.Env).")
     problems = check_tools(env.tools)

@@ -407,8 +407,23 @@ def load_config(env: str | None = None, config_file: str | Path | None = None, o
                 _drop(tree, [str(k) for k in loc])
     if problems:
         n = len(problems)
-        raise ConfigError(f"{source}: {n} problem{'s' if n > 1 else ''}: " + "; ".join(problems))
+        raise ConfigError(f"{_blame(source, problems, overrides)}: {n} problem{'s' if n > 1 else ''}: " + "; ".join(problems))
     return cfg
+
+
+def _blame(source: str, problems: list[str], overrides: list[str]) -> str:
+    """Where the problems came from: the command line (KEY=VALUE overrides), the file, or both."""
+    if source == "config":  # no file involved: nothing to tell apart
+        return source
+    keys = {item.partition("=")[0].strip() for item in overrides}
+    from_cli = [any(p == k or p.startswith((k + " ", k + "=", k + ".")) for k in keys) for p in problems]
+    try:
+        source = str(Path(source).resolve().relative_to(Path.cwd()))
+    except ValueError:
+        pass
+    if all(from_cli):
+        return "command line"
+    return f"{source} and command line" if any(from_cli) else source
 
 
 def dump_config(cfg: Config) -> str:

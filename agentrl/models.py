@@ -176,15 +176,36 @@ def resolve(name_or_path: str | os.PathLike) -> tuple[str, str]:
     )
 
 
+def _hub_reachable(name: str, timeout_s: float = 5.0) -> bool:
+    """One HTTP request to the hub's model API (no retries): does the hub answer for `name` right now?"""
+    import urllib.error
+    import urllib.request
+
+    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co").rstrip("/")
+    try:
+        with urllib.request.urlopen(f"{endpoint}/api/models/{name}", timeout=timeout_s) as r:
+            r.read(1)
+        return True
+    except urllib.error.HTTPError as e:
+        return e.code in (401, 403)  # gated or private: the loader's own token handling decides
+    except (OSError, ValueError):
+        return False
+
+
 def _from_hub(loader, name: str, **kwargs: Any):
-    """Load from the hub with short timeouts; on failure, say which alias works offline."""
+    """Load from the hub with short timeouts; on failure, say which alias works offline.
+
+    The hub is probed once first: when it does not answer, only the local HF cache is tried, so an offline
+    machine fails within seconds instead of sitting through the hub client's retries with backoff."""
     os.environ.setdefault("HF_HUB_ETAG_TIMEOUT", "5")
     os.environ.setdefault("HF_HUB_DOWNLOAD_TIMEOUT", "10")
+    online = os.environ.get("HF_HUB_OFFLINE", "0") in ("0", "", "false") and _hub_reachable(name)
     try:
-        return loader(name, **kwargs)
+        return loader(name, **kwargs) if online else loader(name, local_files_only=True, **kwargs)
     except Exception as e:  # OSError, requests/httpx errors, HF hub errors: all mean "not reachable/not there"
+        where = "the Hugging Face hub" if online else "the local cache (the hub did not answer)"
         raise ModelLoadError(
-            f"could not load {name!r} from the Hugging Face hub ({type(e).__name__}). Without a hub, use the "
+            f"could not load {name!r} from {where} ({type(e).__name__}). Without a hub, use the "
             f"alias {DEFAULT_MODEL!r}, 'tiny', or a local model directory"
         ) from None
 

@@ -3,15 +3,19 @@
     agentrl.make("calc")                      # the env itself (no gymnasium wrappers, see make)
     gymnasium.make("agentrl/calc-v0")         # the same env, wrapped by gymnasium's checker/order enforcer
 
-Built-in envs register in ``agentrl/envs/__init__.py`` (string entry points, so nothing is imported before
-`make`). Third-party packages plug in through the entry-point group ``agentrl.envs``; in their
+Built-in envs are listed in ``agentrl/envs/__init__.py`` (plain data: string entry points, so nothing is
+imported before `make`). Third-party packages plug in through the entry-point group ``agentrl.envs``; in their
 pyproject.toml::
 
     [project.entry-points."agentrl.envs"]
     my_env = "my_pkg.envs:MyEnv"
 
-Importing this module (or calling any function here) registers the built-ins and the plugins. To use
-`gymnasium.make` without touching agentrl first, name the module: ``gymnasium.make("agentrl.envs:agentrl/calc-v0")``.
+An env class can also be named directly, without packaging: ``agentrl.make("my_pkg.envs:MyEnv")`` (and
+``agentrl train --env my_pkg.envs:MyEnv``).
+
+Registration has one trigger: importing this module (which ``import agentrl`` does) registers the built-ins
+and the plugins, once. To use `gymnasium.make` without touching agentrl first, name the module:
+``gymnasium.make("agentrl.envs:agentrl/calc-v0")``.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from typing import Any
 
 import gymnasium
 
-from agentrl.errors import UnknownEnv
+from agentrl.errors import ConfigError, UnknownEnv
 
 NAMESPACE = "agentrl"
 ENTRY_POINT_GROUP = "agentrl.envs"
@@ -35,16 +39,20 @@ log = logging.getLogger(__name__)
 
 _envs: dict[str, tuple[str, str | Callable[..., Any], str | None]] = {}
 """name -> (gymnasium id, entry point, description or None to read it from the env class docstring)."""
+_hooks: dict[str, str] = {}
+"""name -> evaluation hook "module:object" (see agentrl.evaluation)."""
 _loaded = False
 
 
 def gym_id(name: str, version: int = 0) -> str:
-    """The gymnasium id of an agentrl env name: "calc" -> "agentrl/calc-v0"."""
-    return f"{NAMESPACE}/{name}-v{version}"
+    """The gymnasium id of an agentrl env name: "calc" -> "agentrl/calc-v0" ("pkg.mod:Env" -> "agentrl/pkg.mod.Env-v0":
+    gymnasium reads a colon in an id as a module to import)."""
+    return f"{NAMESPACE}/{name.replace(':', '.')}-v{version}"
 
 
 def register(name: str, entry_point: str | Callable[..., Any], *, description: str | None = None,
-             version: int = 0, kwargs: dict[str, Any] | None = None, **gym_kwargs: Any) -> str:
+             version: int = 0, kwargs: dict[str, Any] | None = None, eval_hook: str | None = None,
+             **gym_kwargs: Any) -> str:
     """Register an env under ``agentrl/<name>-v<version>`` with gymnasium and in agentrl's table.
 
     Args:
@@ -53,6 +61,8 @@ def register(name: str, entry_point: str | Callable[..., Any], *, description: s
         description: one line for `agentrl envs`; default: the first line of the env class docstring.
         version: the gymnasium version suffix.
         kwargs: default keyword arguments for the env constructor.
+        eval_hook: "module:object" of the env's evaluation hook (agentrl.evaluation.EvalHook); default: the
+            class's `eval_hook` attribute, else the generic hook (tasks are seeds, the reward is the score).
         **gym_kwargs: passed on to `gymnasium.register` (e.g. nondeterministic=True).
 
     Returns:
@@ -65,7 +75,20 @@ def register(name: str, entry_point: str | Callable[..., Any], *, description: s
             del gymnasium.envs.registry[env_id]  # re-registration replaces, without gymnasium's warning
         gymnasium.register(id=env_id, entry_point=entry_point, kwargs=kwargs or {}, **gym_kwargs)
     _envs[name] = (env_id, entry_point, description)
+    if eval_hook is not None:
+        _hooks[name] = eval_hook
     return env_id
+
+
+def eval_hook_ref(name: str) -> str | None:
+    """The evaluation hook registered for an env ("module:object"), or None."""
+    env_id = resolve(name)
+    return next((_hooks.get(short) for short, (i, _, _) in _envs.items() if i == env_id), None)
+
+
+def load_object(ref: str) -> Any:
+    """Import "module:attr" and return the attribute."""
+    return _load(ref)
 
 
 def load_plugins() -> list[str]:
@@ -81,14 +104,15 @@ def load_plugins() -> list[str]:
 
 
 def _ensure_loaded() -> None:
-    """Register built-in and plugin envs once."""
+    """Register built-in and plugin envs once (the built-in table is data: importing it registers nothing)."""
     global _loaded
     if _loaded:
         return
     _loaded = True
-    from agentrl.envs import register_builtin_envs
+    from agentrl.envs import BUILTIN_ENVS
 
-    register_builtin_envs()
+    for name, (entry_point, description, eval_hook) in BUILTIN_ENVS.items():
+        register(name, entry_point, description=description, eval_hook=eval_hook)
     load_plugins()
 
 
@@ -103,6 +127,62 @@ def _load(entry_point: str | Callable[..., Any]) -> Any:
         return entry_point
     module, _, attr = entry_point.partition(":")
     return getattr(importlib.import_module(module), attr)
+
+
+def _is_class_path(name: str) -> bool:
+    """True for "package.module:ClassName", the form entry points use (an env named without registering)."""
+    module, sep, attr = name.partition(":")
+    return bool(sep and module and attr.isidentifier() and all(p.isidentifier() for p in module.split(".")))
+
+
+def _register_class_path(name: str) -> str:
+    """Register "module:Class" under its own name after checking it imports; UnknownEnv says what is wrong."""
+    import os
+    import sys
+
+    module, _, attr = name.partition(":")
+    if os.getcwd() not in sys.path and "" not in sys.path:  # like `python -m`: a module in the current folder works
+        sys.path.append(os.getcwd())
+    try:
+        mod = importlib.import_module(module)
+    except ImportError as e:
+        raise UnknownEnv(f'cannot import module {module!r} of env "{name}": {e}. Is the package installed, '
+                         "or the folder holding it on PYTHONPATH?") from None
+    if not hasattr(mod, attr):
+        close = difflib.get_close_matches(attr, [n for n in dir(mod) if not n.startswith("_")], n=1)
+        hint = f' Did you mean "{module}:{close[0]}"?' if close else ""
+        raise UnknownEnv(f"module {module!r} has no attribute {attr!r}.{hint}")
+    return register(name, name)
+
+
+def env_class(name: str) -> Any:
+    """The class (or callable) an env name makes: "calc", "calc-v0", "agentrl/calc-v0" or "module:Class"."""
+    spec = gymnasium.spec(resolve(name))
+    return _load(spec.entry_point)
+
+
+def check_kwargs(name: str, kwargs: dict[str, Any], key: str = "env.kwargs") -> None:
+    """Refuse constructor kwargs the env class does not take, naming `key.<kwarg>` and the accepted ones.
+
+    Checked against the signature at config time, so a typo (`env.kwargs.taks`) stops the run before any
+    rollout instead of turning every episode into a masked env error. Classes taking **kwargs accept anything.
+    """
+    cls = env_class(name)
+    try:
+        params = inspect.signature(cls).parameters
+    except (TypeError, ValueError):  # builtins or C callables without a signature: nothing to check
+        return
+    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        return
+    accepted = [n for n, p in params.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    problems = []
+    for kw in kwargs:
+        if kw not in accepted:
+            close = difflib.get_close_matches(kw, accepted, n=1)
+            problems.append(f"{key}.{kw} is not an argument of {getattr(cls, '__name__', name)}"
+                            + (f' (did you mean "{close[0]}"?)' if close else ""))
+    if problems:
+        raise ConfigError("; ".join(problems) + f"; it takes: {', '.join(accepted) or 'no arguments'}")
 
 
 def _first_doc_line(obj: Any) -> str:
@@ -132,9 +212,12 @@ def _lookup(name: str) -> str | None:
 
 
 def resolve(name: str) -> str:
-    """The gymnasium id for "calc", "calc-v0" or "agentrl/calc-v0"; raises UnknownEnv with a suggestion."""
+    """The gymnasium id for "calc", "calc-v0", "agentrl/calc-v0" or "module:Class"; raises UnknownEnv with a
+    suggestion and both ways to make a new env known (an entry point, or naming module:Class)."""
     _ensure_loaded()
     env_id = _lookup(name)
+    if env_id is None and _is_class_path(name):
+        return _register_class_path(name)
     if env_id is None:
         load_plugins()  # a package installed since the first lookup
         env_id = _lookup(name)
@@ -142,8 +225,10 @@ def resolve(name: str) -> str:
         known = sorted(_envs)
         close = difflib.get_close_matches(name.removeprefix(f"{NAMESPACE}/").split("-v")[0], known, n=1)
         hint = f' Did you mean "{close[0]}"?' if close else ""
-        raise UnknownEnv(f'"{name}" is not registered.{hint} Known envs: {", ".join(known) or "none"}. '
-                         'Run "agentrl envs" to list them.')
+        raise UnknownEnv(f'"{name}" is not registered.{hint} Known envs: {", ".join(known) or "none"} '
+                         '("agentrl envs" lists them). To add one, name its class as module:Class (--env '
+                         'my_pkg.envs:MyEnv) or register it as an entry point in group "agentrl.envs" '
+                         '(see docs/envs.md).')
     return env_id
 
 
@@ -155,7 +240,7 @@ def make(name: str, **kwargs: Any) -> Any:
     its own turn limit. Use `gymnasium.make` for the wrapped env.
 
     Args:
-        name: "calc", "calc-v0" or "agentrl/calc-v0".
+        name: "calc", "calc-v0", "agentrl/calc-v0", or "my_pkg.envs:MyEnv" (a class, registered on first use).
         **kwargs: keyword arguments for the env constructor (override the registered defaults).
 
     Returns:

@@ -10,3 +10,4 @@ out="$ckpt/eval-$split.jsonl"
 agentrl eval --env swe_lite --oracle gold --split "$split" --out "$ckpt/oracle-$split.jsonl"   # grader sanity: 100 %
 agentrl eval --env swe_lite --model "$ckpt/model" --split "$split" --samples 4 --concurrency 4 --out "$out"
 echo "episodes: $out"
+# Any other env works the same way, with seeds as tasks: agentrl eval --env calc --model "$ckpt/model" --num-tasks 50

@@ -50,7 +50,11 @@ def test_spaces_accept_messages_and_any_text():
 
 def test_instances_do_not_share_spaces():
     a, b = EchoEnv(), EchoEnv()
-    assert a.action_space is not b.action_space and a.observation_space is a.observation_space
+    assert a.action_space is not b.action_space and a.observation_space is not b.observation_space
+    assert a.observation_space is a.observation_space, "an instance keeps its space (and its RNG state)"
+    a.action_space.seed(1)
+    b.action_space.seed(2)
+    assert a.action_space.sample() != b.action_space.sample()
 
 
 def test_echo_env_passes_check_env():
@@ -135,3 +139,13 @@ def test_check_env_runs_gymnasiums_checker():
 def test_check_env_refuses_non_agent_envs():
     with pytest.raises(AssertionError, match="^object is not an agentrl.AgentEnv"):
         check_env(object())
+
+
+def test_check_env_unwraps_a_gymnasium_make_wrapper():
+    """Guards "subclass AgentEnv" for `agentrl.check_env(gymnasium.make("agentrl/calc-v0"))`."""
+    import gymnasium
+
+
+    env = gymnasium.make("agentrl/calc-v0")
+    assert not isinstance(env, AgentEnv)
+    check_env(env)

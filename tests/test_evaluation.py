@@ -131,7 +131,9 @@ def test_eval_command_refuses_bad_combinations(tmp_path):
     parser = argparse.ArgumentParser()
     command.add_arguments(parser)
     for argv, message in [(["--oracle", "gold", "--model", "tiny"], "either --model or --oracle"),
-                          (["--env", "calc"], "eval supports --env swe_lite"),
+                          (["--env", "calc", "--oracle", "gold"], "--oracle gold is not offered by env 'calc'"),
+                          (["--env", "calc", "--env-kwargs", '{"difficult": 2}', "--oracle", "expert"],
+                           "--env-kwargs.difficult is not an argument of CalcEnv"),
                           (["--samples", "0"], "--samples must be at least 1"),
                           (["--snapshots", "x"], "--snapshots needs --tasks")]:
         with pytest.raises(AgentRLError, match=message):
@@ -153,7 +155,7 @@ def test_model_eval_with_embedded_engine_and_over_sglang_http(tmp_path, docker_b
     async def main():
         tokenizer = load_tokenizer("tiny")
         engine = EmbeddedEngine("tiny", tokenizer, seed=0)
-        common = dict(split="dev", limit=1, max_steps=2, max_new_tokens=16, backend=docker_backend)
+        common = dict(split="dev", limit=1, max_turns=2, max_new_tokens=16, backend=docker_backend)
         local = await run_eval(EvalConfig(out=str(tmp_path / "a.jsonl"), model="tiny", **common), engine, tokenizer,
                                progress=False, log=lambda *_: None)
         runner, url = await start_server(engine, "127.0.0.1", 0)
@@ -170,5 +172,134 @@ def test_model_eval_with_embedded_engine_and_over_sglang_http(tmp_path, docker_b
     local, remote = asyncio.run(main())
     for records in (local, remote):
         assert len(records) == 1 and not records[0]["infra_error"], records
+        assert [m["role"] for m in records[0]["transcript"][:1]] == ["assistant"], "the model's words are kept"
         assert 1 <= records[0]["turns"] <= 2 and records[0]["termination"] in ("max_turns", "format_errors", "done")
     assert remote[0]["policy"].startswith("http://127.0.0.1:")
+
+
+# ---- any env, fail fast, infra retried, nulls, task validation (issue 17) ----------------------------------
+
+import agentrl  # noqa: E402
+from agentrl.types import user  # noqa: E402
+
+
+class CoinEnv(agentrl.AgentEnv):
+    """Reward 1 for seeds whose task is "heads"; `crash=True` makes every step raise (an env fault)."""
+
+    def __init__(self, crash: bool = False):
+        self.crash = crash
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.heads = bool(self.np_random.integers(2))
+        return [user("Call it.")], {}
+
+    def step(self, action):
+        if self.crash:
+            raise RuntimeError("simulated env fault")
+        return [], float(self.heads), True, False, {}
+
+    def expert_action(self):
+        return "heads"
+
+
+def _cli(tmp_path, *argv):
+    env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    return subprocess.run([sys.executable, "-m", "agentrl", "eval", "--quiet", *argv], capture_output=True, text=True,
+                          timeout=300, cwd=tmp_path, env=env)
+
+
+def test_eval_runs_any_env_with_seeds_as_tasks_and_null_for_what_nobody_graded(tmp_path):
+    """Guards `agentrl eval` refusing every env but swe_lite, and p2p_pass: 0.0 for an ungraded episode."""
+    out = tmp_path / "calc.jsonl"
+    r = _cli(tmp_path, "--env", "calc", "--oracle", "expert", "--num-tasks", "3", "--samples", "2", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    records = [json.loads(x) for x in out.read_text().splitlines()]
+    assert len(records) == 6 and len({x["instance_id"] for x in records}) == 3
+    assert all(x["resolved"] and x["reward"] == 1.0 and not x["infra_error"] for x in records)
+    assert all(x["p2p_pass"] is None and x["f2p_pass"] is None and x["patch"] is None for x in records)
+    assert all(x["transcript"][0]["role"] == "assistant" and "<tool_call>" in x["transcript"][0]["content"]
+               for x in records)
+    assert "resolved rate      100.0%" in r.stdout
+
+
+def test_infra_errors_fail_the_job_and_are_retried_on_rerun(tmp_path):
+    """Guards a job of only infra errors exiting 0 with 'resolved rate 0.0%' and never retrying them."""
+    out = tmp_path / "r.jsonl"
+    env = ["--env", "tests.test_evaluation:CoinEnv", "--oracle", "expert", "--num-tasks", "4", "--out", str(out)]
+    r = _cli(tmp_path, *env, "--env-kwargs", '{"crash": true}')
+    assert r.returncode == 1, r.stderr
+    assert "no episode could be scored: 4 infra error(s), first: RuntimeError: simulated env fault" in r.stderr
+    r = _cli(tmp_path, *env)
+    assert r.returncode == 0, r.stderr
+    records = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [x["infra_error"] for x in records] == [True] * 4 + [False] * 4, "the rerun retried the 4 infra errors"
+    assert load_done(out).keys() == {(x["instance_id"], 0) for x in records[4:]}
+    r = _cli(tmp_path, *env)
+    assert r.returncode == 0 and len(out.read_text().splitlines()) == 8, "a third run has nothing left to do"
+
+
+def test_a_dead_model_server_fails_fast_with_exit_2(tmp_path):
+    """Guards 60 s of retries and then exit 0 with 'resolved rate 0.0%' for a server that is not there."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    r = _cli(tmp_path, "--env", "swe_lite", "--limit", "1", "--model", f"http://127.0.0.1:{port}",
+             "--out", str(tmp_path / "r.jsonl"))
+    assert r.returncode == 2, r.stderr
+    assert f"cannot reach model server http://127.0.0.1:{port}" in r.stderr and "Traceback" not in r.stderr
+    assert not (tmp_path / "r.jsonl").exists()
+
+
+@pytest.mark.parametrize("breakage,message", [
+    ("patch", "the gold patch does not apply to the snapshot"),
+    ("f2p", "FAIL_TO_PASS names test(s) the test patch does not create: tests/test_nope.py::test_missing"),
+])
+def test_broken_tasks_are_refused_at_load_with_one_line(tmp_path, breakage, message):
+    """Guards a raw PatchError traceback (gold patch does not apply) and a silent 0 % (an F2P test nobody creates)."""
+    from agentrl.envs.swe_lite.tasks import load_tasks, write_tasks
+
+    task = load_tasks(split="test")[0]
+    if breakage == "patch":
+        task.patch = task.patch.replace("\n-", "\n-this line is not in the file ", 1)
+    else:
+        task.FAIL_TO_PASS = [*task.FAIL_TO_PASS, "tests/test_nope.py::test_missing"]
+    write_tasks([task], tmp_path / "tasks.jsonl")
+    r = _cli(tmp_path, "--env", "swe_lite", "--oracle", "gold", "--tasks", str(tmp_path / "tasks.jsonl"),
+             "--out", str(tmp_path / "r.jsonl"))
+    assert r.returncode == 2 and message in r.stderr and r.stderr.count("\n") == 1, r.stderr
+    assert f"task {task.instance_id}" in r.stderr
+
+
+class SlowStepEnv(CoinEnv):
+    """Every step takes far longer than the job's wall-clock budget."""
+
+    def step(self, action):
+        time.sleep(4)
+        return super().step(action)
+
+
+class NoResetEnv(CoinEnv):
+    def reset(self, *, seed=None, options=None):
+        raise ValueError("tasks file has no 'prompt' column")
+
+
+def test_wall_clock_budget_ends_the_episode_or_the_record_says_why(tmp_path):
+    """Guards --wall-clock-s 60 taking 97 s silently: the loop's deadline is the budget itself (it was budget +
+    300 s), and an episode that still runs over by more than 10 % carries the reason in its record."""
+    out = tmp_path / "r.jsonl"
+    r = _cli(tmp_path, "--env", "tests.test_evaluation:SlowStepEnv", "--model", "tiny", "--num-tasks", "1",
+             "--wall-clock-s", "1", "--max-new-tokens", "4", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    rec = json.loads(out.read_text())
+    assert rec["termination"] == "timeout", rec
+    assert rec["timings"]["episode_s"] <= 1.1 or "budget" in rec.get("over_budget", ""), rec
+
+
+def test_an_env_that_cannot_reset_stops_the_job_before_any_episode(tmp_path):
+    r = _cli(tmp_path, "--env", "tests.test_evaluation:NoResetEnv", "--oracle", "expert", "--out", str(tmp_path / "r.jsonl"))
+    assert r.returncode == 2, r.stderr
+    assert "env 'tests.test_evaluation:NoResetEnv' failed at reset: ValueError: tasks file has no 'prompt' column" in r.stderr
+    assert r.stderr.count("\n") == 1

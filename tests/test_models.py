@@ -162,3 +162,40 @@ def test_default_model_can_be_saved_after_loading(tmp_path):
     assert getattr(model.config, "quantization_config", None) is None
     model.save_pretrained(tmp_path / "ckpt")
     assert (tmp_path / "ckpt" / "model.safetensors").stat().st_size > 100_000_000
+
+
+def test_offline_hub_id_is_tried_once_not_retried_with_backoff():
+    """Guards 51 s of five retries on an offline machine: the hub gets one request, then only the local cache
+    is read. The hub is a loopback socket that accepts and hangs up, counting connections."""
+    import socket
+    import threading
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    port, hits, stop = server.getsockname()[1], [], threading.Event()
+
+    def serve():
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            hits.append(1)
+            conn.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    code = "from agentrl import models\ntry:\n    models.load_model('some-org/some-model')\nexcept Exception as e:\n    print('ERR', e)"
+    env = {**os.environ, "HF_ENDPOINT": f"http://127.0.0.1:{port}", "HF_HUB_CACHE": "/nonexistent-h17-cache"}
+    env.pop("HF_HUB_OFFLINE", None)
+    try:
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300).stdout
+    finally:
+        stop.set()
+        thread.join()
+        server.close()
+    assert out.startswith("ERR"), out
+    assert "some-org/some-model" in out and "smollm2-135m-instruct" in out
+    assert len(hits) == 1, f"the hub was contacted {len(hits)} times"

@@ -37,7 +37,7 @@ def test_gymnasium_make_works_with_the_agentrl_id_and_the_module_prefix():
 def test_unknown_name_suggests_the_closest_and_lists_the_known():
     with pytest.raises(UnknownEnv, match=re.escape('"cal" is not registered. Did you mean "calc"? Known envs: ')):
         agentrl.make("cal")
-    with pytest.raises(UnknownEnv, match=re.escape('Run "agentrl envs" to list them.')) as e:
+    with pytest.raises(UnknownEnv, match=re.escape('("agentrl envs" lists them)')) as e:
         agentrl.make("zzzzzz")
     assert "Did you mean" not in str(e.value) and "calc" in str(e.value)
 
@@ -100,3 +100,98 @@ def test_agentrl_envs_command_lists_each_env_with_a_description(capsys):
     assert envs.run(None) == 0
     line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("calc "))
     assert "agentrl/calc-v0" in line and "calculator tool" in line
+
+
+IMPORT_PROBE = """
+import builtins, sys
+edges, original = set(), builtins.__import__
+def tracking(name, globals=None, locals=None, fromlist=(), level=0):
+    importer = (globals or {}).get("__name__", "")
+    module = original(name, globals, locals, fromlist, level)
+    for sub in fromlist or ():
+        if f"{module.__name__}.{sub}" in sys.modules:
+            edges.add((importer, f"{module.__name__}.{sub}"))
+    edges.add((importer, module.__name__ if fromlist or level else name))
+    return module
+builtins.__import__ = tracking
+calls = []
+def profile(frame, event, arg):
+    if event == "call" and frame.f_code.co_name == "register" and frame.f_code.co_filename.endswith("registry.py"):
+        calls.append(frame.f_locals.get("name"))
+sys.setprofile(profile)
+import agentrl
+sys.setprofile(None)
+builtins.__import__ = original
+print(sorted(calls))
+print(sorted(e for e in edges if e[0].startswith("agentrl") and e[1].startswith("agentrl") and e[0] != e[1]))
+"""
+
+
+def test_import_agentrl_registers_each_builtin_once_without_an_import_cycle():
+    """Guards the registry <-> agentrl.envs cycle (registry imported envs at import time, envs imported the
+    registry and registered too: every built-in registered twice per `import agentrl`). The probe records
+    every import made while `import agentrl` runs (importer -> imported) and every call of registry.register."""
+    import ast
+    import subprocess
+
+    out = subprocess.run([sys.executable, "-c", IMPORT_PROBE], capture_output=True, text=True, timeout=120, check=True)
+    calls_line, edges_line = out.stdout.splitlines()[-2:]
+    assert ast.literal_eval(calls_line) == ["calc", "swe_lite"], calls_line
+    edges = {tuple(e) for e in ast.literal_eval(edges_line)}
+    graph: dict[str, set[str]] = {}
+    for a, b in edges:
+        graph.setdefault(a, set()).add(b)
+
+    def reaches(start: str, goal: str) -> bool:
+        seen, todo = set(), [start]
+        while todo:
+            node = todo.pop()
+            if node == goal:
+                return True
+            if node not in seen:
+                seen.add(node)
+                todo.extend(graph.get(node, ()))
+        return False
+
+    cycles = sorted((a, b) for a, b in edges if reaches(b, a))
+    assert not cycles, f"import cycles among agentrl modules: {cycles}"
+
+
+GUESS_ENV = '''
+import agentrl
+from agentrl.types import user
+
+
+class GuessEnv(agentrl.AgentEnv):
+    """Guess a number."""
+
+    def __init__(self, n: int = 3):
+        self.n = n
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return [user("hi")], {}
+
+    def step(self, action):
+        return [], 1.0, True, False, {}
+'''
+
+
+def test_an_env_class_can_be_named_as_module_colon_class(tmp_path, monkeypatch):
+    (tmp_path / "guess_pkg.py").write_text(GUESS_ENV)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    env = agentrl.make("guess_pkg:GuessEnv", n=5)
+    assert type(env).__name__ == "GuessEnv" and env.n == 5 and env.spec.id == "agentrl/guess_pkg.GuessEnv-v0"
+    with pytest.raises(UnknownEnv, match='no attribute .GuesEnv.. Did you mean "guess_pkg:GuessEnv"'):
+        agentrl.make("guess_pkg:GuesEnv")
+    with pytest.raises(UnknownEnv, match="cannot import module 'no_such_pkg.envs'"):
+        agentrl.make("no_such_pkg.envs:X")
+
+
+def test_env_kwargs_are_checked_against_the_constructor_signature():
+    from agentrl.errors import ConfigError
+    from agentrl.registry import check_kwargs
+
+    check_kwargs("calc", {"difficulty": 2})
+    with pytest.raises(ConfigError, match=r'env.kwargs.taks is not an argument of SweLiteEnv \(did you mean "tasks"\?\)'):
+        check_kwargs("swe_lite", {"taks": 1, "split": "dev"})

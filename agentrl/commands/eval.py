@@ -1,88 +1,124 @@
-"""Run sandboxed evaluation episodes of a model (or an oracle) on an env split, resumably.
+"""Run evaluation episodes of a model (or an oracle) on any env, resumably.
 
+    agentrl eval --env calc --model tiny --num-tasks 20 --out calc.jsonl            # seeds as tasks
     agentrl eval --env swe_lite --model smollm2-135m-instruct --split dev --samples 2 --concurrency 2 --out r.jsonl
     agentrl eval --env swe_lite --model http://10.0.0.5:30000 --split test --samples 8 --concurrency 16
     agentrl eval --env swe_lite --oracle gold --split test --out gold.jsonl     # checks the grader: 100 %
+    agentrl eval --env my_pkg.envs:MyEnv --oracle expert                       # the env's scripted expert
 
-One JSON line per finished episode goes to --out as it finishes; running the same command again skips the
-episodes already there. The summary table gives resolved rate, pass@k (unbiased), mean turns, format-error
-rate, infra errors (masked from the rates) and time.
+One JSON line per finished episode (scores, termination, timings, the transcript) goes to --out as it
+finishes; running the same command again skips the episodes already scored there and retries infra errors.
+The summary gives resolved rate, mean reward with a 95% interval, pass@k (unbiased), mean turns,
+format-error rate, infra errors (masked from the rates) and time. Exit status 1 when no episode could be
+scored (all infra errors), 2 for a usage or config error.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 
 from agentrl.errors import AgentRLError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of `agentrl eval`."""
-    parser.add_argument("--env", default="swe_lite", help="environment (only swe_lite has an eval task list today)")
+    parser.add_argument("--env", default="swe_lite", help="registered env name or module:Class (default swe_lite)")
     parser.add_argument("--model", default=None,
                         help="model name or directory for the embedded engine, or SGLang server URL(s), comma-separated "
                              "(default: smollm2-135m-instruct)")
     parser.add_argument("--tokenizer", default=None, help="tokenizer for --model URLs (default: the default model's)")
-    parser.add_argument("--oracle", choices=("gold", "empty"), default=None,
-                        help="grade the gold patch or no change instead of running a model")
-    parser.add_argument("--split", default="test", help="train | dev | test (default test)")
+    parser.add_argument("--oracle", default=None,
+                        help="run an oracle instead of a model: expert (any env with a scripted expert); "
+                             "swe_lite also: gold | empty")
+    parser.add_argument("--split", default="test", help="task split of envs that have one (swe_lite: train | dev | test)")
     parser.add_argument("--samples", type=int, default=1, help="episodes per task (pass@k for k <= samples)")
     parser.add_argument("--concurrency", type=int, default=None, help="episodes in flight (default: sandbox default)")
     parser.add_argument("--out", default="results.jsonl", help="JSONL of episode records (appended, resumable)")
+    parser.add_argument("--env-kwargs", default=None, metavar="JSON", help="env constructor kwargs as a JSON object")
+    parser.add_argument("--num-tasks", type=int, default=20, help="envs without a task list: this many seed tasks")
+    parser.add_argument("--task-seed", type=int, default=0,
+                        help="base of the seed tasks (a run's rollout.seed: the same tasks as its held-out eval)")
     parser.add_argument("--tasks", default=None, help="a swe_lite tasks JSONL (default: the shipped corpus)")
     parser.add_argument("--snapshots", default=None,
                         help="with --tasks: read SWE-bench-style JSONL with repository snapshots from this folder")
-    parser.add_argument("--limit", type=int, default=None, help="only the first N tasks of the split")
+    parser.add_argument("--limit", type=int, default=None, help="only the first N tasks")
     parser.add_argument("--backend", default="auto", help="sandbox backend: auto | docker | bwrap | local")
-    parser.add_argument("--max-steps", type=int, default=30, help="tool calls per episode")
+    parser.add_argument("--max-turns", "--max-steps", dest="max_turns", type=int, default=30,
+                        help="tool calls per episode")
     parser.add_argument("--wall-clock-s", type=float, default=600.0,
                         help="seconds per episode, generation included (then graded as it stands)")
     parser.add_argument("--max-new-tokens", type=int, default=384, help="tokens per model turn")
     parser.add_argument("--max-context-tokens", type=int, default=8192, help="context budget per episode")
     parser.add_argument("--temperature", type=float, default=0.7)
     parser.add_argument("--seed", type=int, default=0, help="engine sampling seed")
+    parser.add_argument("--no-transcripts", action="store_true", help="leave the transcripts out of the records")
     parser.add_argument("--quiet", action="store_true", help="no progress output")
 
 
+def check_server(urls: list[str], timeout_s: float = 5.0) -> None:
+    """Fail fast (one line) when a model server does not answer /health: no retries, no 60 s of backoff."""
+    import urllib.error
+    import urllib.request
+
+    for url in urls:
+        try:
+            with urllib.request.urlopen(url.rstrip("/") + "/health", timeout=timeout_s) as r:
+                r.read()
+        except urllib.error.HTTPError as e:
+            raise AgentRLError(f"model server {url} answered /health with HTTP {e.code}; is it an SGLang server?") from None
+        except (OSError, ValueError) as e:
+            reason = getattr(e, "reason", e)
+            raise AgentRLError(f"cannot reach model server {url}: {reason}; start it (agentrl serve --model ...) "
+                               "or fix --model") from None
+
+
 def run(args: argparse.Namespace) -> int:
-    """Build the engine (unless --oracle), run the job, print the summary."""
+    """Check the job, build the engine (unless --oracle), run the episodes, print the summary."""
     import asyncio
+    import json
 
     from agentrl.evaluation import EvalConfig, run_eval
+    from agentrl.registry import resolve
 
-    if args.env not in ("swe_lite", "agentrl/swe_lite-v0"):
-        raise AgentRLError(f"eval supports --env swe_lite (got {args.env!r}); other envs have no task splits yet")
+    resolve(args.env)  # unknown env: one line with a did-you-mean and how to register one
     if args.oracle and args.model:
         raise AgentRLError("pass either --model or --oracle, not both")
     if args.samples < 1:
         raise AgentRLError(f"--samples must be at least 1, got {args.samples}")
     if args.snapshots and not args.tasks:
         raise AgentRLError("--snapshots needs --tasks (the SWE-bench-style JSONL)")
+    try:
+        env_kwargs = json.loads(args.env_kwargs) if args.env_kwargs else {}
+    except json.JSONDecodeError as e:
+        raise AgentRLError(f"--env-kwargs is not JSON: {e}") from None
+    if not isinstance(env_kwargs, dict):
+        raise AgentRLError("--env-kwargs must be a JSON object, e.g. '{\"difficulty\": 2}'")
+    from agentrl.registry import check_kwargs
     from agentrl.sandboxes.pool import default_concurrency
 
-    env_kwargs = {"wall_clock_s": args.wall_clock_s}
-    if args.snapshots:
-        from agentrl.envs.swe_lite.tasks import load_swebench
-
-        env_kwargs["tasks"] = [t for t in load_swebench(args.tasks, args.snapshots, split=args.split)
-                               if t.split == args.split]
+    check_kwargs(args.env, env_kwargs, "--env-kwargs")
     model = args.model or ("" if args.oracle else "smollm2-135m-instruct")
-    cfg = EvalConfig(out=args.out, split=args.split, samples=args.samples,
+    cfg = EvalConfig(env=args.env, env_kwargs=env_kwargs, out=args.out, split=args.split, samples=args.samples,
                      concurrency=args.concurrency or default_concurrency(), oracle=args.oracle, model=model,
-                     tasks_path=None if args.snapshots else args.tasks, limit=args.limit, backend=args.backend,
-                     max_steps=args.max_steps, max_new_tokens=args.max_new_tokens,
-                     max_context_tokens=args.max_context_tokens, temperature=args.temperature,
-                     episode_timeout_s=args.wall_clock_s + 300, env_kwargs=env_kwargs)
+                     tasks_path=args.tasks, snapshots=args.snapshots, limit=args.limit, num_tasks=args.num_tasks,
+                     seed=args.task_seed, backend=args.backend, max_turns=args.max_turns,
+                     max_new_tokens=args.max_new_tokens, max_context_tokens=args.max_context_tokens,
+                     temperature=args.temperature, wall_clock_s=args.wall_clock_s,
+                     transcripts=not args.no_transcripts)
+    urls = model.split(",") if model.startswith(("http://", "https://")) else []
+    if urls:
+        check_server(urls)
 
-    async def main() -> None:
+    async def main() -> list[dict]:
         engine = tokenizer = None
         if not args.oracle:
             from agentrl.models import load_tokenizer
 
-            if model.startswith(("http://", "https://")):
+            if urls:
                 from agentrl.rollout.sglang_client import SGLangClient
 
-                engine = SGLangClient(model.split(","))
+                engine = SGLangClient(urls)
                 tokenizer = load_tokenizer(args.tokenizer or "smollm2-135m-instruct")
             else:
                 from agentrl.rollout.embedded import EmbeddedEngine
@@ -90,10 +126,15 @@ def run(args: argparse.Namespace) -> int:
                 tokenizer = load_tokenizer(model)
                 engine = EmbeddedEngine(model, tokenizer, seed=args.seed)
         try:
-            await run_eval(cfg, engine, tokenizer, progress=not args.quiet)
+            return await run_eval(cfg, engine, tokenizer, progress=not args.quiet)
         finally:
             if engine is not None:
                 await engine.close()
 
-    asyncio.run(main())
+    records = asyncio.run(main())
+    if records and all(r["infra_error"] for r in records):
+        first = next((r["error"] for r in records if r.get("error")), "no detail")
+        print(f"agentrl eval: no episode could be scored: {len(records)} infra error(s), first: {first}; "
+              "rerun the command to retry them", file=sys.stderr)
+        return 1
     return 0

@@ -30,7 +30,9 @@ def run(args: argparse.Namespace) -> int:
         cfg.sft.episodes = 64
     if "{env}-{time}" in cfg.trainer.run_dir:
         cfg.trainer.run_dir = cfg.trainer.run_dir.replace("{env}-{time}", "sft-{env}-{time}")
+    from agentrl.preflight import preflight
     from agentrl.trainer.loop import train
 
+    preflight(cfg)
     train(cfg)
     return 0

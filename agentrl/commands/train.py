@@ -5,17 +5,20 @@ Examples:
   agentrl train --env swe_lite --config configs/demo.yaml
   agentrl train --env calc trainer.lr=1e-6 rollout.group_size=8
   agentrl train --env calc --resume runs/calc-20261129-101500
-Config precedence: defaults < configs/<env>.yaml < --config FILE < dotted overrides.
+Config precedence: defaults < configs/<env>.yaml < --config FILE < dotted overrides. `--env` also takes a
+class, `--env my_pkg.envs:MyEnv`. `--resume RUN` continues RUN with its own config.yaml; only trainer.steps,
+logging, checkpoint/eval cadence and similar keys may be overridden then (agentrl.resume.SAFE_ON_RESUME).
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 
 
 def add_common(parser: argparse.ArgumentParser) -> None:
     """--env, --config and dotted overrides (shared with `agentrl sft`)."""
-    parser.add_argument("--env", default=None, help="registered env name (see 'agentrl envs'); loads configs/<env>.yaml")
+    parser.add_argument("--env", default=None, help="registered env name (see 'agentrl envs') or module:Class; loads configs/<env>.yaml")
     parser.add_argument("--config", default=None, metavar="FILE", help="YAML config file (overrides the env preset)")
     parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="dotted overrides, e.g. trainer.lr=1e-6")
     parser.add_argument("--print-config", action="store_true", help="print the resolved config and exit")
@@ -29,16 +32,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def resolve(args: argparse.Namespace):
-    """Load the config, check the env exists, and honour --print-config."""
+    """Load the config (a resumed run's own config.yaml), check the env exists, and honour --print-config."""
     from agentrl.config import dump_config, load_config
+    from agentrl.registry import resolve as resolve_env
 
-    cfg = load_config(args.env, args.config, args.overrides)
-    from agentrl.registry import env_descriptions
+    if getattr(args, "resume", None):
+        from agentrl.resume import resume_config
 
-    if cfg.env.name not in env_descriptions():
-        from agentrl.registry import make
-
-        make(cfg.env.name)  # raises UnknownEnv with a suggestion
+        cfg = resume_config(args.resume, args.overrides, env=args.env, config_file=args.config)
+    else:
+        cfg = load_config(args.env, args.config, args.overrides)
+    resolve_env(cfg.env.name)  # raises UnknownEnv with a suggestion and how to register one
     if args.print_config:
         print(dump_config(cfg), end="")
         return None
@@ -46,11 +50,25 @@ def resolve(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
-    """Resolve the config and run the loop."""
+    """Resolve the config, preflight the env, and run the loop; Ctrl-C says how to continue."""
     cfg = resolve(args)
     if cfg is None:
         return 0
-    from agentrl.trainer.loop import train
+    from agentrl.preflight import preflight
 
-    train(cfg, resume=args.resume, init_from=args.init_from)
+    preflight(cfg)
+    from agentrl.trainer.loop import resolve_run_dir, train
+
+    run_dir = resolve_run_dir(cfg, args.resume)
+    if not args.resume:  # pin the folder name now, so the resume hint below names the run that was written
+        cfg.trainer.run_dir = str(run_dir)
+    try:
+        train(cfg, resume=args.resume, init_from=args.init_from)
+    except KeyboardInterrupt:
+        if (run_dir / "checkpoints").is_dir():
+            hint = f"continue from its last checkpoint with: agentrl train --resume {run_dir}"
+        else:
+            hint = "no checkpoint was written yet, so there is nothing to resume"
+        print(f"agentrl train: interrupted; run {run_dir}: {hint}", file=sys.stderr)
+        return 130
     return 0

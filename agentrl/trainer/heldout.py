@@ -1,8 +1,10 @@
 """Held-out evaluation during training: the policy's mean reward on tasks it never trains on.
 
-Held-out task seeds live in their own namespace (step −2), disjoint from training and warm-start seeds, and
-the env is built with `env.eval_kwargs` over `env.kwargs` (e.g. a dev split). Decoding is greedy by default,
-so the number moves only when the policy does.
+A thin wrapper over the one evaluator (agentrl.evaluation): the same episode runner, env hook, records and
+summary as `agentrl eval`, so `agentrl eval --env ENV --task-seed <rollout.seed> --num-tasks N` scores the
+same tasks. Held-out task seeds live in their own namespace (step −2), disjoint from training and warm-start
+seeds, and the env is built with `env.eval_kwargs` over `env.kwargs` (e.g. a dev split). Decoding is greedy by
+default, so the number moves only when the policy does.
 """
 
 from __future__ import annotations
@@ -11,7 +13,9 @@ import math
 from dataclasses import dataclass, field, replace
 from functools import partial
 
-from agentrl.trainer.rollouts import loop_config, run_groups, task_seed, trainable
+from agentrl.evaluation import EvalConfig, EvalHook, hook_for, run_episodes, summarize, wilson
+
+__all__ = ["HeldOut", "evaluate", "paired_sign_test", "wilson"]
 
 
 @dataclass
@@ -30,34 +34,27 @@ class HeldOut:
         return f"{self.mean:.3f} [{self.low:.3f}, {self.high:.3f}] (n={self.n})"
 
 
-def wilson(successes: float, n: int, z: float = 1.96) -> tuple[float, float]:
-    """95% Wilson score interval of a proportion (sound at 0 and 1, unlike the normal approximation)."""
-    if n == 0:
-        return 0.0, 1.0
-    p = successes / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    # At p = 0 or 1 the bound is exactly p; rounding can land a hair inside it, so keep p in the interval.
-    return max(0.0, min(p, centre - half)), min(1.0, max(p, centre + half))
-
-
 async def evaluate(cfg, engine, tokenizer, episodes: int, *, temperature: float = 0.0, on_episode=None) -> HeldOut:
-    """Run `episodes` held-out episodes (one per task) and summarize their rewards."""
+    """Run `episodes` held-out episodes (one per task) with the shared evaluator and summarize their rewards."""
     from agentrl.registry import make
+    from agentrl.trainer.rollouts import loop_config
 
     r = cfg.rollout
+    job = EvalConfig(env=cfg.env.name, samples=1, concurrency=r.concurrency, num_tasks=episodes, seed=r.seed,
+                     model="policy", transcripts=False, wall_clock_s=r.episode_timeout_s, split=None)
+    tasks = EvalHook().tasks(job)  # seed tasks in the held-out namespace, whatever the env
     factory = partial(make, cfg.env.name, **{**cfg.env.kwargs, **cfg.env.eval_kwargs})
     loop_cfg = replace(loop_config(cfg), temperature=temperature, top_p=1.0, top_k=-1)
-    seeds = [task_seed(r.seed, -2, 0, i) for i in range(episodes)]
-    groups = await run_groups(factory, engine, tokenizer, seeds, group_size=1, loop_cfg=loop_cfg,
-                              concurrency=r.concurrency, on_episode=on_episode)
-    per_task = {seed: min(max(t.reward, 0.0), 1.0) for seed, g in zip(seeds, groups, strict=True) for t in g
-                if trainable(t)}
-    total = sum(per_task.values())
-    low, high = wilson(total, len(per_task))
-    return HeldOut(mean=total / max(len(per_task), 1), low=low, high=high, n=len(per_task),
-                   masked=len(seeds) - len(per_task), per_task=per_task)
+    hook = hook_for(cfg.env.name)
+    try:
+        records = await run_episodes(job, tasks, factory, engine, tokenizer, loop_cfg, hook=hook,
+                                     on_record=(lambda rec: on_episode(1)) if on_episode else None)
+    finally:
+        hook.close()
+    summary = summarize(records, 1)
+    per_task = {rec["seed"]: min(max(rec["reward"], 0.0), 1.0) for rec in records if not rec["infra_error"]}
+    return HeldOut(mean=summary["reward_mean"], low=summary["reward_low95"], high=summary["reward_high95"],
+                   n=summary["scored"], masked=summary["infra_errors"], per_task=per_task)
 
 
 def paired_sign_test(before: HeldOut, after: HeldOut) -> tuple[int, int, float]:

@@ -59,12 +59,13 @@ class RunResult:
 def resolve_run_dir(cfg: Config, resume: str | None) -> Path:
     """The run directory: the one being resumed, or trainer.run_dir with {env} and {time} filled in."""
     if resume:
-        path = Path(resume)
-        run = path.parent.parent if path.parent.name == "checkpoints" else path
-        if not run.is_dir():
-            raise ConfigError(f"--resume {resume}: no such run directory")
+        from agentrl.resume import check_resumable, run_dir_of
+
+        run = run_dir_of(resume)
+        check_resumable(cfg, run)  # a different config under the old run's name would silently fork it
         return run
-    return Path(cfg.trainer.run_dir.format(env=cfg.env.name, time=time.strftime("%Y%m%d-%H%M%S")))
+    env = cfg.env.name.replace(":", ".").replace("/", "_")  # "my_pkg.envs:MyEnv" names a folder too
+    return Path(cfg.trainer.run_dir.format(env=env, time=time.strftime("%Y%m%d-%H%M%S")))
 
 
 def build_engine(cfg: Config, model, tokenizer):

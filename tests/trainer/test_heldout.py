@@ -6,10 +6,38 @@ import asyncio
 
 import pytest
 
+import agentrl
+from agentrl.config import load_config
+from agentrl.evaluation import HELDOUT_STEP
 from agentrl.models import load_model, load_tokenizer
 from agentrl.rollout.embedded import EmbeddedEngine
 from agentrl.trainer.heldout import HeldOut, evaluate, paired_sign_test, wilson
-from tests.trainer.test_loop import _cfg  # registers the test envs
+from agentrl.trainer.rollouts import task_seed
+from agentrl.types import user
+
+
+class SeedRewardEnv(agentrl.AgentEnv):
+    """Reward depends only on the task seed (1 when seed % 3 == 0), whatever the model says, and a seed that is
+    3 mod 7 crashes (an env fault, to be masked): the expected summary is known in advance."""
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.seed_ = seed or 0
+        return [user("Say anything.")], {"task_id": str(seed)}
+
+    def step(self, action):
+        if self.seed_ % 7 == 3:
+            raise RuntimeError("simulated env fault")
+        return [], float(self.seed_ % 3 == 0), True, False, {}
+
+
+agentrl.register("test_seed_reward", SeedRewardEnv, description="reward known from the seed")
+
+
+def _cfg(tmp_path, *overrides):
+    return load_config(None, overrides=["env.name=test_seed_reward", "model.name=tiny", "rollout.max_new_tokens=4",
+                                        "rollout.max_context_tokens=128", "rollout.max_turns=1", "rollout.seed=5",
+                                        f"trainer.run_dir={tmp_path / 'run'}", *overrides])
 
 
 @pytest.mark.parametrize(("k", "n", "low", "high"), [(0, 10, 0.0, 0.2775), (5, 10, 0.2366, 0.7634), (10, 10, 0.7225, 1.0)])
@@ -18,23 +46,29 @@ def test_wilson_interval_matches_known_values(k, n, low, high):
     assert lo == pytest.approx(low, abs=1e-4) and hi == pytest.approx(high, abs=1e-4)
 
 
-def test_greedy_evaluation_is_deterministic_and_counts_every_episode(tmp_path):
-    cfg = _cfg(tmp_path, "test_parity")
+def test_heldout_scores_the_heldout_seeds_masks_env_faults_and_is_deterministic(tmp_path):
+    """Guards which tasks held-out evaluation runs (seeds of the held-out namespace, from rollout.seed), how it
+    averages (env faults masked, not scored 0) and that greedy decoding makes it repeatable."""
+    cfg = _cfg(tmp_path)
     tok = load_tokenizer("tiny")
+    episodes = 30
+    seeds = [task_seed(5, HELDOUT_STEP, 0, i) for i in range(episodes)]
+    scored = [s for s in seeds if s % 7 != 3]
+    expected = sum(s % 3 == 0 for s in scored) / len(scored)
+    assert 0 < expected < 1 and len(scored) < episodes, "the seeds must exercise both rewards and the masking"
 
     async def run():
         engine = EmbeddedEngine(load_model("tiny"), tok, seed=0)
         try:
-            return [await evaluate(cfg, engine, tok, 6) for _ in range(2)]
+            return [await evaluate(cfg, engine, tok, episodes) for _ in range(2)]
         finally:
             await engine.close()
 
     first, second = asyncio.run(run())
-    assert first.n == 6 and first.masked == 0
-    assert first.mean == second.mean, "greedy held-out evaluation must not depend on the run"
-    assert len(first.per_task) == 6 and first.per_task == second.per_task
-    assert sum(first.per_task.values()) / 6 == pytest.approx(first.mean)
-    assert first.low <= first.mean <= first.high
+    assert first.n == len(scored) and first.masked == episodes - len(scored)
+    assert first.mean == pytest.approx(expected)
+    assert (first.low, first.high) == pytest.approx(wilson(expected * len(scored), len(scored)))
+    assert first.per_task == {s: float(s % 3 == 0) for s in scored} == second.per_task
 
 
 def _outcomes(solved: dict[int, bool]) -> HeldOut:

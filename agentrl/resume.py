@@ -1,0 +1,81 @@
+"""Resume = the run's own resolved config.yaml + its latest (or a named) checkpoint.
+
+`agentrl train --resume RUN` reads RUN/config.yaml, not the env preset or the defaults, so a bare resume
+continues exactly the run that was started. Overrides on resume are allowed only for keys that cannot change
+what the continuation computes (how long to train, logging, checkpoint and eval cadence, local threads);
+anything else is refused with the key named, since it would silently make a different run under the old name.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from agentrl.errors import ConfigError
+
+SAFE_ON_RESUME = (
+    "trainer.steps", "trainer.checkpoint_every", "trainer.keep_checkpoints", "trainer.sample_every",
+    "trainer.eval_every", "trainer.eval_episodes", "trainer.tensorboard", "model.threads", "rollout.urls",
+    "rollout.concurrency", "cluster.address", "trainer.run_dir",
+)
+"""Keys that may change when a run is resumed (the rest must equal the run's config.yaml)."""
+
+
+def run_dir_of(resume: str | Path) -> Path:
+    """The run directory of `--resume RUN` or `--resume RUN/checkpoints/step_N`."""
+    path = Path(resume)
+    run = path.parent.parent if path.parent.name == "checkpoints" else path
+    if not run.is_dir():
+        raise ConfigError(f"--resume {resume}: no such run directory")
+    return run
+
+
+def _is_safe(key: str) -> bool:
+    return any(key == k or key.startswith(k + ".") for k in SAFE_ON_RESUME)
+
+
+def resume_config(resume: str | Path, overrides: list[str] = (), *, env: str | None = None,
+                  config_file: str | None = None):
+    """The config to resume with: RUN/config.yaml plus the (safe) overrides; refuses everything else by name."""
+    from agentrl.config import load_config, parse_override
+
+    run = run_dir_of(resume)
+    saved = run / "config.yaml"
+    if not saved.is_file():
+        raise ConfigError(f"--resume {resume}: {saved} is missing, so the run's settings are unknown")
+    if config_file is not None:
+        raise ConfigError(f"--resume takes the run's own settings from {saved}; drop --config {config_file}")
+    name = (yaml.safe_load(saved.read_text()) or {}).get("env", {}).get("name")
+    if env is not None and env != name:
+        raise ConfigError(f"--resume {resume}: the run trains env {name!r}, not --env {env!r}; drop --env")
+    refused = [".".join(parse_override(o)[0]) for o in overrides if not _is_safe(".".join(parse_override(o)[0]))]
+    if refused:
+        raise ConfigError(f"{', '.join(refused)} cannot change on resume (the run's value is in {saved}); "
+                          f"keys that can: {', '.join(SAFE_ON_RESUME)}. Start a new run to change the rest")
+    return load_config(None, saved, list(overrides))
+
+
+def check_resumable(cfg, run_dir: Path) -> None:
+    """Refuse to resume `run_dir` with a config that differs from its config.yaml in a key outside SAFE_ON_RESUME."""
+    saved = run_dir / "config.yaml"
+    if not saved.is_file():
+        return
+    from agentrl.config import dump_config
+
+    old, new = yaml.safe_load(saved.read_text()) or {}, yaml.safe_load(dump_config(cfg))
+    changed = [k for k in _diff(old, new) if not _is_safe(k)]
+    if changed:
+        raise ConfigError(f"resuming {run_dir} with different {', '.join(changed)} than its config.yaml; "
+                          "resume with the run's own config (agentrl train --resume RUN) or start a new run")
+
+
+def _diff(a: dict, b: dict, prefix: str = "") -> list[str]:
+    keys = []
+    for k in sorted(set(a) | set(b)):
+        x, y, path = a.get(k), b.get(k), f"{prefix}{k}"
+        if isinstance(x, dict) and isinstance(y, dict) and not path.endswith("kwargs"):
+            keys += _diff(x, y, path + ".")
+        elif x != y:
+            keys.append(path)
+    return keys
