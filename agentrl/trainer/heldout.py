@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass, field, replace
 from functools import partial
 
-from agentrl.trainer.rollouts import loop_config, run_groups, task_seed, trainable
+from agentrl.trainer.collect import loop_config, run_groups, task_seed, trainable
 
 
 @dataclass
