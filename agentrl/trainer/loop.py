@@ -184,11 +184,12 @@ def setup(cfg: Config, *, resume: str | None, init_from: str | None, console) ->
     optimizer = torch.optim.AdamW(model.parameters(), lr=t.lr, weight_decay=t.weight_decay)
     warmup = max(t.warmup_steps, 1)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup))
+    ref_model = load_model(source, dtype=cfg.model.dtype, device=cfg.model.device) if cfg.algo.kl_coef else None
+    # last: a checkpoint restores the RNG state, which loading models may consume
     state = load_checkpoint(ckpt, optimizer=optimizer, scheduler=scheduler) if ckpt else {"step": 0, "version": 0}
     return Run(
         cfg=cfg, run_dir=run_dir, model=model, tokenizer=load_tokenizer(source), optimizer=optimizer,
-        scheduler=scheduler, ucfg=update_config_from(cfg),
-        ref_model=load_model(source, dtype=cfg.model.dtype, device=cfg.model.device) if cfg.algo.kl_coef else None,
+        scheduler=scheduler, ucfg=update_config_from(cfg), ref_model=ref_model,
         monitor=Monitor(run_dir, total_steps=t.steps, tensorboard=t.tensorboard, console=console),
         guard=MaskedEpisodeGuard(t.max_masked_frac, t.masked_window, last_step=t.steps - 1),
         start_step=state["step"], version=state.get("version", state["step"]), checkpoint=ckpt,
