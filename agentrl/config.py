@@ -166,6 +166,11 @@ class TrainerConfig(_Section):
     """Held-out episodes per evaluation (0 disables)."""
     tensorboard: bool = True
     """Also write metrics to TensorBoard."""
+    max_masked_frac: float = Field(0.5, gt=0, le=1)
+    """Abort the run (non-zero exit, naming the most common cause) when more than this share of the episodes of
+    the last `masked_window` steps were masked (env, sandbox or engine failures); 1 never aborts."""
+    masked_window: int = Field(3, ge=1)
+    """Steps over which max_masked_frac is judged (a shorter run is judged at its last step)."""
 
 
 class SFTConfig(_Section):
@@ -204,6 +209,12 @@ class ClusterConfig(_Section):
     max_episode_retries: int = Field(1, ge=0)
     """Times an episode lost with its worker (actor or node died) is dispatched again to a live worker;
     after that it ends as env_error and is masked, never trained as reward 0."""
+
+
+def _default(section: type[_Section], key: str) -> Any:
+    """The default of one key (a config written out in full, like a run's config.yaml, must load again)."""
+    field = section.model_fields[key]
+    return field.default_factory() if field.default_factory else field.default
 
 
 class Config(_Section):
@@ -247,7 +258,21 @@ class Config(_Section):
                 f"rollout.drop_staleness={r.drop_staleness} is below rollout.max_staleness={r.max_staleness}: "
                 "admitted groups would be dropped (use ≥ max_staleness or leave it unset)"
             )
+        if r.mode == "sync" and (r.drop_staleness is not None or r.max_staleness != _default(RolloutConfig, "max_staleness")):
+            key = "drop_staleness" if r.drop_staleness is not None else "max_staleness"
+            problems.append(f"rollout.{key} bounds overlapped rollouts, which rollout.mode=sync has none of (use one_step_off "
+                            "or async, or leave it unset)")
+        if r.urls and r.engine != "sglang":
+            problems.append("rollout.urls is used only by rollout.engine=sglang (set it, or leave rollout.urls unset)")
+        t = self.trainer
+        if t.eval_every and not t.eval_episodes:
+            problems.append(f"trainer.eval_every={t.eval_every} evaluates nothing with trainer.eval_episodes=0 "
+                            "(set trainer.eval_episodes)")
         c = self.cluster
+        ignored = [k for k in ClusterConfig.model_fields if k != "backend" and getattr(c, k) != _default(ClusterConfig, k)]
+        if c.backend == "local" and ignored:
+            problems.append(f"cluster.{ignored[0]} is used only by cluster.backend=ray (set it, or leave "
+                            f"cluster.{ignored[0]} unset)")
         if c.backend == "ray" and importlib.util.find_spec("ray") is None:
             problems.append("cluster.backend=ray needs Ray, which is not installed (pip install 'agentrl[ray]')")
         for name, amount in c.worker_resources.items():

@@ -34,7 +34,3 @@ class SandboxError(Exception):
 
 class SandboxDead(SandboxError):
     """The sandbox's container or process is gone."""
-
-
-class EnvError(Exception):
-    """An environment raised while handling reset/step (the episode ends as env_error)."""

@@ -33,7 +33,7 @@ from agentrl.errors import AgentRLError
 
 INFRA_TERMINATIONS = ("sandbox_error", "env_error", "engine_error")
 HELDOUT_STEP = -2
-"""Task-seed namespace of held-out tasks (disjoint from training seeds, see trainer.rollouts.task_seed)."""
+"""Task-seed namespace of held-out tasks (disjoint from training seeds, see trainer.collect.task_seed)."""
 
 
 @dataclass
@@ -87,7 +87,7 @@ class EvalHook:
 
     def tasks(self, job: EvalConfig) -> list[EvalTask]:
         """The job's tasks: `num_tasks` held-out seeds (the same ones the training loop's held-out eval uses)."""
-        from agentrl.trainer.rollouts import task_seed
+        from agentrl.trainer.collect import task_seed
 
         seeds = [task_seed(job.seed, HELDOUT_STEP, 0, i) for i in range(job.num_tasks)]
         return [EvalTask(id=f"seed-{s}", seed=s) for s in seeds][: job.limit]
@@ -295,7 +295,7 @@ async def run_episodes(job: EvalConfig, tasks: list[EvalTask], factory, engine, 
                     info, termination, reward = dict(traj.reward_info), traj.termination.value, traj.reward
                     info.setdefault("n_format_errors", traj.metrics.get("rollout/format_errors"))
                     turns, rows = len(traj.turns), transcript(traj)
-                    error = traj.metrics.get("termination_detail", "") if termination in INFRA_TERMINATIONS else ""
+                    error = traj.termination_detail if termination in INFRA_TERMINATIONS else ""
                     if termination not in INFRA_TERMINATIONS and "resolved" not in info:
                         graded = await asyncio.to_thread(hook.finish, env, termination)
                         if graded:

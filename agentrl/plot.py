@@ -1,10 +1,14 @@
 """`agentrl plot RUN_DIR`: a PNG dashboard of a run's metrics.jsonl (reward, entropy, KL, IS weights, clip
-fractions, lengths, zero-std groups, termination mix, time per phase)."""
+fractions, lengths, zero-std groups, termination mix, time per phase). Skipped steps (no optimizer step) are
+shaded red on every panel, and the title counts them by reason."""
 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
+
+from agentrl.trainer.monitor import skip_reason
 
 PANELS: list[tuple[str, list[str]]] = [
     ("reward", ["rollout/reward_mean", "rollout/reward_trained_mean", "rollout/format_ok_share", "eval/reward_mean"]),
@@ -46,7 +50,10 @@ def plot_run(run_dir: str | Path, out: str | Path | None = None) -> Path:
     out = Path(out) if out else Path(run_dir) / "dashboard.png"
     fig, axes = plt.subplots(3, 3, figsize=(15, 11))
     steps = [r["step"] + 1 for r in rows]
+    skipped = {r["step"] + 1: skip_reason(r) for r in rows if skip_reason(r)}
     for ax, (title, keys) in zip(axes.flat, PANELS, strict=True):
+        for s in skipped:
+            ax.axvspan(s - 0.5, s + 0.5, color="red", alpha=0.12, lw=0)
         names = sorted({k for r in rows for k in r if any(k == p or (p.endswith("/") and k.startswith(p)) for p in keys)})
         for name in names:
             ys = [r.get(name) for r in rows]
@@ -63,7 +70,11 @@ def plot_run(run_dir: str | Path, out: str | Path | None = None) -> Path:
             ax.legend(fontsize=7)
         else:
             ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes, color="gray")
-    fig.suptitle(f"agentrl run {Path(run_dir).name} ({len(rows)} steps)")
+    title = f"agentrl run {Path(run_dir).name} ({len(rows)} steps)"
+    if skipped:
+        reasons = Counter(why.split(":")[0] for why in skipped.values())
+        title += "; skipped (shaded): " + ", ".join(f"{n}× {why}" for why, n in reasons.most_common())
+    fig.suptitle(title)
     fig.tight_layout()
     fig.savefig(out, dpi=90)
     plt.close(fig)

@@ -16,7 +16,8 @@ from typing import Any
 Message = dict[str, Any]
 """A chat message: {"role": "system"|"user"|"assistant"|"tool", "content": str, ...}."""
 
-TRAJECTORY_FORMAT = "agentrl-trajectory-1"
+TRAJECTORY_FORMAT = "agentrl-trajectory-2"
+"""Version 2 moved `termination_detail` and `expert` out of `metrics` into fields; version 1 lines still load."""
 
 
 def system(content: str) -> Message:
@@ -145,6 +146,10 @@ class Trajectory:
     reward: float = 0.0
     reward_info: dict[str, Any] = field(default_factory=dict)
     termination: TerminationReason = TerminationReason.DONE
+    termination_detail: str = ""
+    """Why it ended, in words (the exception of an env/engine/sandbox error, the budget that ran out)."""
+    expert: bool = False
+    """True if the actions came from the env's scripted expert (the supervised warm start), not the policy."""
     metrics: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -164,9 +169,13 @@ class Trajectory:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Trajectory:
-        """Inverse of to_dict."""
+        """Inverse of to_dict; also reads version 1 lines (termination_detail and expert inside metrics)."""
         d = dict(d)
         d.pop("format", None)
+        metrics = d["metrics"] = dict(d.get("metrics", {}))
+        for key in ("termination_detail", "expert"):
+            if key in metrics:
+                d.setdefault(key, metrics.pop(key))
         d["segments"] = [Segment(**s) for s in d.get("segments", [])]
         d["turns"] = [
             Turn(**{**t, "action_span": tuple(t["action_span"]), "observation_span": tuple(t["observation_span"])})

@@ -22,9 +22,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agentrl.cluster import build_rollouts  # noqa: E402
+from agentrl.cluster import build_backend  # noqa: E402
 from agentrl.config import load_config  # noqa: E402
-from agentrl.trainer.rollouts import loop_config, run_groups, task_seed  # noqa: E402
+from agentrl.trainer.collect import loop_config, run_groups, task_seed  # noqa: E402
 
 
 def sandbox_backend() -> tuple[str, str]:
@@ -43,7 +43,7 @@ async def measure(cfg, engine, tokenizer, seeds: list[int], expert: bool) -> dic
     import agentrl
 
     t0 = time.perf_counter()
-    rollouts = await build_rollouts(
+    backend = await build_backend(
         cfg, partial(agentrl.make, cfg.env.name, **cfg.env.kwargs), engine, tokenizer
     )
     t1 = time.perf_counter()
@@ -57,11 +57,11 @@ async def measure(cfg, engine, tokenizer, seeds: list[int], expert: bool) -> dic
             loop_cfg=loop_config(cfg),
             concurrency=cfg.rollout.concurrency,
             expert=expert,
-            rollouts=rollouts,
+            backend=backend,
         )
         t2 = time.perf_counter()
     finally:
-        await rollouts.close()
+        await backend.close()
     trajs = [t for g in groups for t in g]
     return {
         "start_s": t1 - t0,
@@ -71,7 +71,7 @@ async def measure(cfg, engine, tokenizer, seeds: list[int], expert: bool) -> dic
         "endings": sorted({t.termination.value for t in trajs}),
         "outcomes": [(t.task_id, t.reward, t.termination.value) for t in trajs],
         "why": [
-            t.reward_info.get("grading_reason") or t.metrics.get("termination_detail", "") for t in trajs
+            t.reward_info.get("grading_reason") or t.termination_detail for t in trajs
         ],
         "tokens": [[s.token_ids for s in t.segments] for t in trajs],
     }

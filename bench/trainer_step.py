@@ -27,7 +27,7 @@ import agentrl
 from agentrl.config import load_config
 from agentrl.models import load_model, load_tokenizer
 from agentrl.trainer.loop import _update, build_engine, sync_weights
-from agentrl.trainer.rollouts import collect_step
+from agentrl.trainer.pipeline import collect_step
 from agentrl.trainer.update import update_config_from
 from agentrl.types import user
 
@@ -81,7 +81,7 @@ async def main(args) -> None:
             t0 = time.perf_counter()
             batch = await collect_step(cfg, lambda: agentrl.make("bench_addition"), engine, tok, step)
             t1 = time.perf_counter()
-            metrics = await asyncio.to_thread(_update, model, optimizer, batch, ucfg, step, None)
+            metrics = await asyncio.to_thread(_update, model, optimizer, batch, ucfg, version=step, ref_model=None)
             await sync_weights(engine, model, None, step + 1)
             t2 = time.perf_counter()
             gen_tokens = sum(t.num_action_tokens for t in batch.all_trajectories)

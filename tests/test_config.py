@@ -103,3 +103,36 @@ def test_the_local_backend_does_not_import_ray():
 
     code = "import sys, agentrl.trainer.loop, agentrl.cluster; sys.exit('ray' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], timeout=120).returncode == 0
+
+
+@pytest.mark.parametrize("overrides,message", [
+    (["rollout.drop_staleness=2"], "rollout.drop_staleness bounds overlapped rollouts, which rollout.mode=sync"),
+    (["rollout.max_staleness=3"], "rollout.max_staleness bounds overlapped rollouts, which rollout.mode=sync"),
+    (["rollout.urls=[http://127.0.0.1:30000]"], "rollout.urls is used only by rollout.engine=sglang"),
+    (["trainer.eval_every=2"], "trainer.eval_every=2 evaluates nothing with trainer.eval_episodes=0"),
+    (["cluster.num_workers=4"], "cluster.num_workers is used only by cluster.backend=ray"),
+])
+def test_settings_the_run_would_ignore_are_refused_at_load(overrides, message):
+    """Guards silent no-ops: a setting that the chosen mode never reads (a staleness bound without overlap, SGLang
+    URLs for the embedded engine, an eval interval with no episodes, Ray settings on the local backend) must be
+    refused at load, naming the key, instead of running as if it were honoured."""
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        load_config(None, overrides=overrides)
+
+
+def test_the_same_settings_pass_where_they_are_read():
+    load_config(None, overrides=["rollout.mode=async", "rollout.max_staleness=3", "rollout.drop_staleness=3"])
+    load_config(None, overrides=["rollout.engine=sglang", "rollout.urls=[http://127.0.0.1:30000]"])
+    load_config(None, overrides=["trainer.eval_every=2", "trainer.eval_episodes=4"])
+
+
+def test_episode_budgets_have_one_home():
+    """Guards drifting defaults: LoopConfig (the agent loop's budgets) takes its defaults from the rollout section,
+    so an episode run outside training (eval, examples) has the budgets `agentrl train` documents."""
+    from agentrl.config import RolloutConfig
+    from agentrl.rollout.agent_loop import LoopConfig
+
+    loop, rollout = LoopConfig(), RolloutConfig()
+    assert (loop.max_turns, loop.max_context_tokens, loop.max_new_tokens, loop.timeout_s) == (
+        rollout.max_turns, rollout.max_context_tokens, rollout.max_new_tokens, rollout.episode_timeout_s)
+    assert (loop.temperature, loop.top_p, loop.top_k) == (rollout.temperature, rollout.top_p, rollout.top_k)

@@ -35,6 +35,7 @@ TRAJECTORIES = st.builds(Trajectory, id=st.text(max_size=8), group_id=st.text(ma
                          turns=st.lists(TURNS, max_size=3), reward=FLOATS,
                          reward_info=st.dictionaries(st.text(max_size=5), JSON, max_size=3),
                          termination=st.sampled_from(list(TerminationReason)),
+                         termination_detail=st.text(max_size=20), expert=st.booleans(),
                          metrics=st.dictionaries(st.text(max_size=5), JSON, max_size=3))
 
 
@@ -42,10 +43,23 @@ TRAJECTORIES = st.builds(Trajectory, id=st.text(max_size=8), group_id=st.text(ma
 @given(TRAJECTORIES)
 def test_jsonl_round_trip_is_lossless(traj):
     line = traj.to_json()
-    assert "\n" not in line and json.loads(line)["format"] == "agentrl-trajectory-1"
+    assert "\n" not in line and json.loads(line)["format"] == "agentrl-trajectory-2"
     again = Trajectory.from_json(line)
     assert again == traj
     assert isinstance(again.termination, TerminationReason) and all(isinstance(t.action_span, tuple) for t in again.turns)
+
+
+def test_version_1_lines_load_with_detail_and_expert_as_fields():
+    """Guards reading old runs: version 1 kept termination_detail and expert inside metrics; they must load
+    into the fields (not stay as stray metrics that nothing reads) and write back as version 2."""
+    old = {"format": "agentrl-trajectory-1", "id": "a", "group_id": "g", "env_id": "calc", "task_id": "t",
+           "termination": "env_error",
+           "metrics": {"rollout/turns": 0, "termination_detail": "TypeError: bad kwarg", "expert": True}}
+    traj = Trajectory.from_json(json.dumps(old))
+    assert traj.termination_detail == "TypeError: bad kwarg" and traj.expert is True
+    assert traj.metrics == {"rollout/turns": 0}
+    new = json.loads(traj.to_json())
+    assert new["format"] == "agentrl-trajectory-2" and new["termination_detail"] == "TypeError: bad kwarg"
 
 
 @functools.cache

@@ -1,11 +1,11 @@
 """Where episodes run: the rollout backend behind `cluster.backend`.
 
-The trainer asks a backend for whole GRPO groups, `await rollouts.collect_group(seed, group_size, cfg=…)`,
-and gets one Trajectory per member, in member order. Two backends answer:
+The trainer asks an episode backend for whole GRPO groups, `await backend.collect_group(seed, group_size,
+cfg=…)`, and gets one Trajectory per member, in member order. Two backends answer:
 
-- `LocalRollouts` (cluster.backend=local, the default): the collector in this process, at most
+- `LocalBackend` (cluster.backend=local, the default): the collector in this process, at most
   rollout.concurrency episodes at once. No Ray import.
-- `RayRollouts` (cluster.backend=ray, `agentrl.cluster.ray_backend`): rollout-worker actors on a Ray cluster,
+- `RayBackend` (cluster.backend=ray, `agentrl.cluster.ray_backend`): rollout-worker actors on a Ray cluster,
   each building its envs (and sandboxes) on its own node, sharing the engine endpoints of the run.
 
 Every episode, on either backend, runs through `agentrl.rollout.collector.run_member`, so a task seed gives
@@ -18,16 +18,13 @@ import asyncio
 from typing import Any, Protocol
 
 from agentrl.rollout.agent_loop import LoopConfig, as_renderer
-from agentrl.rollout.collector import EnvFactory, collect_group
+from agentrl.rollout.collector import FAILURE_RETRIES, EnvFactory, collect_group
 from agentrl.rollout.engine import Engine
 from agentrl.types import Trajectory
 
-LOCAL_MAX_RETRIES = 1
-"""Reruns of an episode that ended with a retryable failure (sandbox_error, engine_error), on both backends."""
 
-
-class Rollouts(Protocol):
-    """What the trainer needs from a rollout backend."""
+class EpisodeBackend(Protocol):
+    """What the trainer needs from the place episodes run."""
 
     async def collect_group(
         self,
@@ -50,7 +47,7 @@ class Rollouts(Protocol):
         ...
 
 
-class LocalRollouts:
+class LocalBackend:
     """Episodes in this process: the collector, with one semaphore bounding the episodes in flight."""
 
     def __init__(self, env_factory: EnvFactory, engine: Engine | None, tokenizer: Any, *, concurrency: int):
@@ -80,7 +77,7 @@ class LocalRollouts:
             expert=expert,
             semaphore=self.semaphore,
             group_id=group_id,
-            max_retries=LOCAL_MAX_RETRIES,
+            max_retries=FAILURE_RETRIES,
         )
 
     def describe(self) -> str:
@@ -91,10 +88,10 @@ class LocalRollouts:
         """Nothing to release: envs are closed after each episode."""
 
 
-async def build_rollouts(cfg, env_factory: EnvFactory, engine: Engine | None, tokenizer: Any) -> Rollouts:
+async def build_backend(cfg, env_factory: EnvFactory, engine: Engine | None, tokenizer: Any) -> EpisodeBackend:
     """The backend cfg.cluster.backend names; Ray starts (or joins) its cluster and workers here."""
     if cfg.cluster.backend == "local":
-        return LocalRollouts(env_factory, engine, tokenizer, concurrency=cfg.rollout.concurrency)
-    from agentrl.cluster.ray_backend import RayRollouts
+        return LocalBackend(env_factory, engine, tokenizer, concurrency=cfg.rollout.concurrency)
+    from agentrl.cluster.ray_backend import RayBackend
 
-    return await RayRollouts.start(cfg, engine, tokenizer)
+    return await RayBackend.start(cfg, engine, tokenizer)

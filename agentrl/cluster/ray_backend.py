@@ -1,7 +1,7 @@
-"""Rollouts on a Ray cluster (cluster.backend=ray): rollout-worker actors, dispatch with back-pressure.
+"""Episodes on a Ray cluster (cluster.backend=ray): rollout-worker actors, dispatch with back-pressure.
 
     driver (trainer, engine)                      Ray nodes
-    RayRollouts.collect_group ──episode──►  RolloutWorker actor ─► run_member ─► env + sandbox (on its node)
+    RayBackend.collect_group ──episode──►  RolloutWorker actor ─► run_member ─► env + sandbox (on its node)
           ▲  least in-flight,                         │ generate (SGLang HTTP API, least in-flight,
           │  ≤ worker_concurrency each                │          sticky per trajectory: SGLangClient)
           └──────────── Trajectory ◄──────────────────┘──► engine endpoints: SGLang servers, or the
@@ -39,10 +39,9 @@ import gymnasium
 import ray
 from ray.exceptions import RayActorError, RayError
 
-from agentrl.cluster import LOCAL_MAX_RETRIES
 from agentrl.errors import ClusterError, UnknownEnv
 from agentrl.rollout.agent_loop import LoopConfig, as_renderer
-from agentrl.rollout.collector import run_member
+from agentrl.rollout.collector import FAILURE_RETRIES, run_member
 from agentrl.types import TerminationReason, Trajectory
 
 log = logging.getLogger(__name__)
@@ -131,7 +130,7 @@ class RolloutWorker:
             expert=expert,
             group_id=group_id,
             member=member,
-            max_retries=LOCAL_MAX_RETRIES,
+            max_retries=FAILURE_RETRIES,
         )
 
     async def close(self) -> None:
@@ -155,7 +154,7 @@ class _WorkerLost(Exception):
     """The worker running an episode died (or stopped answering) before returning it."""
 
 
-class RayRollouts:
+class RayBackend:
     """Driver side of the Ray backend: the rollout workers and the episode dispatch (see the module docstring)."""
 
     def __init__(
@@ -169,7 +168,7 @@ class RayRollouts:
         endpoints: list[str] = (),
         owns_ray: bool = False,
     ):
-        """Use `RayRollouts.start`; this only assembles the parts it made."""
+        """Use `RayBackend.start`; this only assembles the parts it made."""
         self.workers = workers
         self.env_id = env_id
         self.worker_concurrency = worker_concurrency
@@ -181,7 +180,7 @@ class RayRollouts:
         self._turn = 0
 
     @classmethod
-    async def start(cls, cfg, engine: Any, tokenizer: Any) -> RayRollouts:
+    async def start(cls, cfg, engine: Any, tokenizer: Any) -> RayBackend:
         """Join (cluster.address) or start the Ray cluster, serve the engine if it is in-process, start the
         workers and wait until each has started. Raises ClusterError if the cluster cannot host them."""
         from agentrl.registry import resolve
@@ -314,7 +313,7 @@ class RayRollouts:
         self, worker: _Worker, seed, member, group_id, cfg: LoopConfig, expert: bool
     ) -> Trajectory:
         """The episode's result from `worker`; _WorkerLost if the worker died under it (or stopped answering)."""
-        deadline = (LOCAL_MAX_RETRIES + 1) * (cfg.timeout_s + EPISODE_MARGIN_S)
+        deadline = (FAILURE_RETRIES + 1) * (cfg.timeout_s + EPISODE_MARGIN_S)
         ref = worker.actor.run_episode.remote(seed, member, group_id, expert, cfg)
         try:
             return await asyncio.wait_for(_awaitable(ref), deadline)
@@ -387,7 +386,8 @@ class RayRollouts:
             env_id=self.env_id,
             task_id="",
             termination=TerminationReason.ENV_ERROR,
-            metrics={"termination_detail": detail, "rollout/workers_lost": lost, "rollout/retries": 0},
+            termination_detail=detail,
+            metrics={"rollout/workers_lost": lost, "rollout/retries": 0},
         )
 
 

@@ -21,6 +21,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from agentrl.config import RolloutConfig
 from agentrl.errors import SandboxError
 from agentrl.rollout.chat import ChatRenderer, Conversation
 from agentrl.rollout.engine import Engine, Generation, SamplingParams
@@ -28,27 +29,32 @@ from agentrl.types import TerminationReason as TR
 from agentrl.types import Trajectory, Turn
 
 
+def _default(key: str) -> Any:
+    """The default of rollout.<key>: RolloutConfig is the one home of every episode budget's default."""
+    return RolloutConfig.model_fields[key].default
+
+
 @dataclass
 class LoopConfig:
-    """Budgets and sampling for one episode."""
+    """Budgets and sampling for one episode (defaults: those of the rollout config section)."""
 
-    max_turns: int = 8
+    max_turns: int = _default("max_turns")
     """Actions per episode before it ends as max_turns."""
-    max_context_tokens: int = 4096
+    max_context_tokens: int = _default("max_context_tokens")
     """Tokens in the sequence sent to the engine (prompt + all turns) before it ends as max_tokens."""
-    max_new_tokens: int = 256
+    max_new_tokens: int = _default("max_new_tokens")
     """Sampled tokens per turn (less when the context budget has less room)."""
-    timeout_s: float = 600.0
+    timeout_s: float = _default("episode_timeout_s")
     """Wall-clock seconds per episode (reset, generation and env steps) before it ends as timeout."""
     max_format_errors: int = 3
     """Consecutive steps with info["format_error"] before the episode ends as format_errors."""
-    temperature: float = 1.0
-    top_p: float = 1.0
-    top_k: int = -1
+    temperature: float = _default("temperature")
+    top_p: float = _default("top_p")
+    top_k: int = _default("top_k")
 
 
 class _End(Exception):
-    """Ends an episode with a reason (and a detail for the metrics)."""
+    """Ends an episode with a reason (and its detail in words, kept as Trajectory.termination_detail)."""
 
     def __init__(self, reason: TR, detail: str = ""):
         super().__init__(detail)
@@ -140,14 +146,14 @@ async def run_episode(env, engine: Engine | None, tokenizer: Any, cfg: LoopConfi
     cfg, renderer = cfg or LoopConfig(), as_renderer(tokenizer)
     spec = getattr(env, "spec", None)
     traj = Trajectory(id=trajectory_id or uuid.uuid4().hex, group_id=group_id,
-                      env_id=spec.id if spec else type(env).__name__, task_id="")
+                      env_id=spec.id if spec else type(env).__name__, task_id="", expert=expert)
     sampling = SamplingParams(temperature=cfg.temperature, top_p=cfg.top_p, top_k=cfg.top_k,
                               stop_token_ids=renderer.stop_token_ids)
     start = time.monotonic()
     deadline = start + cfg.timeout_s
     if engine is None and not expert:
         raise ValueError("run_episode needs an engine unless expert=True")
-    conv, reward, info, detail = None, 0.0, {}, ""
+    conv, reward, info = None, 0.0, {}
     errors_in_row = format_errors = 0
     try:
         messages, info = await _guard(lambda: _reset(env, seed, options), deadline, TR.ENV_ERROR)
@@ -199,7 +205,7 @@ async def run_episode(env, engine: Engine | None, tokenizer: Any, cfg: LoopConfi
             turn.observation_span = conv.append_observation(obs, obs_ids)
         raise _End(TR.MAX_TURNS)
     except _End as end:
-        traj.termination, detail = end.reason, end.detail
+        traj.termination, traj.termination_detail = end.reason, end.detail
     finally:
         traj.segments = conv.segments if conv else []
         traj.reward, traj.reward_info = reward, _json_safe(info)
@@ -213,7 +219,5 @@ async def run_episode(env, engine: Engine | None, tokenizer: Any, cfg: LoopConfi
             "timing/generate_s": sum(t.timings["generate_s"] for t in traj.turns),
             "timing/env_s": sum(t.timings.get("env_s", 0.0) for t in traj.turns),
             "timing/episode_s": time.monotonic() - start,
-            "termination_detail": detail,
-            "expert": expert,
         }
     return traj

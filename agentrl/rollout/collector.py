@@ -18,6 +18,9 @@ from agentrl.rollout.agent_loop import LoopConfig, as_renderer, run_episode
 from agentrl.rollout.engine import Engine
 from agentrl.types import FAILURE_POLICY, FailureAction, TerminationReason, Trajectory
 
+FAILURE_RETRIES = 1
+"""Reruns of an episode that ended with a retryable failure (sandbox_error, engine_error), on every backend."""
+
 EnvFactory = Callable[[], Any] | str
 """A zero-argument callable returning a fresh AgentEnv, or a registered env name for agentrl.make."""
 
@@ -61,7 +64,7 @@ async def run_member(env_factory: EnvFactory, engine: Engine | None, renderer: A
             except Exception as e:
                 traj = Trajectory(id=uuid.uuid4().hex, group_id=group_id, env_id=str(env_factory), task_id="",
                                   termination=TerminationReason.ENV_ERROR,
-                                  metrics={"termination_detail": f"creating the env failed: {type(e).__name__}: {e}"})
+                                  termination_detail=f"creating the env failed: {type(e).__name__}: {e}")
             else:
                 try:
                     traj = await run_episode(env, engine, renderer, cfg, seed=seed, options=options, expert=expert,
@@ -86,18 +89,6 @@ async def collect_group(env_factory: EnvFactory, engine: Engine | None, tokenize
         run_member(env_factory, engine, renderer, cfg or LoopConfig(), seed=seed, options=options, expert=expert,
                    group_id=group_id, semaphore=semaphore, max_retries=max_retries, member=m)
         for m in range(group_size))))
-
-
-async def collect(env_factory: EnvFactory, engine: Engine | None, tokenizer: Any, seeds: Sequence[int], *,
-                  group_size: int, cfg: LoopConfig | None = None, max_concurrency: int = 16,
-                  options: dict | None = None, expert: bool = False, max_retries: int = 0) -> list[list[Trajectory]]:
-    """One group per seed, all running concurrently with at most `max_concurrency` episodes at a time."""
-    renderer = as_renderer(tokenizer)
-    semaphore = asyncio.Semaphore(max_concurrency)
-    return list(await asyncio.gather(*(
-        collect_group(env_factory, engine, renderer, seed=seed, group_size=group_size, cfg=cfg, options=options,
-                      expert=expert, semaphore=semaphore, max_retries=max_retries)
-        for seed in seeds)))
 
 
 def summarize(trajectories: Sequence[Trajectory]) -> dict[str, float]:

@@ -37,7 +37,7 @@ class HeldOut:
 async def evaluate(cfg, engine, tokenizer, episodes: int, *, temperature: float = 0.0, on_episode=None) -> HeldOut:
     """Run `episodes` held-out episodes (one per task) with the shared evaluator and summarize their rewards."""
     from agentrl.registry import make
-    from agentrl.trainer.rollouts import loop_config
+    from agentrl.trainer.collect import loop_config
 
     r = cfg.rollout
     job = EvalConfig(env=cfg.env.name, samples=1, concurrency=r.concurrency, num_tasks=episodes, seed=r.seed,

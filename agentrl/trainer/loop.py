@@ -14,9 +14,10 @@ Departures from textbook GRPO: one optimizer step per batch (so π_θ = π_old a
 only matters through μ ≠ π_old), clip-higher (ε_high 0.28) and dual clip, DAPO dynamic sampling, no KL
 by default, infrastructure failures masked (never trained as reward 0), trajectory-level trust regions.
 
-Each step: collect groups → filter → advantages → recompute π_old → loss over packed micro-batches →
-clip → optimizer step → weight sync → metrics → checkpoint. Every token keeps its policy version, so the
-async pipeline can reuse all of this with stale tokens.
+The run has three phases: `setup` (run directory, policy, optimizer, engine, episode backend, pipeline),
+`train_step` once per step (collect groups → filter → advantages → recompute π_old → loss over packed
+micro-batches → clip → optimizer step → weight sync → metrics → checkpoint) and `teardown`. Every token
+keeps its policy version, so the overlapped modes reuse all of this with stale tokens.
 """
 
 from __future__ import annotations
@@ -26,12 +27,14 @@ import time
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import torch
 
-from agentrl.cluster import build_rollouts
+from agentrl.cluster import EpisodeBackend, build_backend
 from agentrl.config import Config, dump_config
 from agentrl.errors import ConfigError
+from agentrl.trainer.abort import MaskedEpisodeGuard
 from agentrl.trainer.checkpoint import (
     is_complete,
     latest_checkpoint,
@@ -39,11 +42,16 @@ from agentrl.trainer.checkpoint import (
     model_dir,
     save_checkpoint,
 )
+from agentrl.trainer.collect import StepBatch
 from agentrl.trainer.heldout import evaluate
 from agentrl.trainer.monitor import Monitor
 from agentrl.trainer.pipeline import RolloutPipeline
-from agentrl.trainer.rollouts import collect_step
 from agentrl.trainer.update import train_on_minibatch, update_config_from
+
+try:  # a factory sharing one SandboxPool across the run's envs, where the env accepts one
+    from agentrl.trainer.env_factory import build_env_factory
+except ImportError:
+    build_env_factory = None
 
 
 @dataclass
@@ -54,6 +62,29 @@ class RunResult:
     checkpoint: Path | None
     metrics: Path
     plot: Path | None
+
+
+@dataclass
+class Run:
+    """What a training run holds between setup and teardown."""
+
+    cfg: Config
+    run_dir: Path
+    model: Any
+    tokenizer: Any
+    optimizer: torch.optim.Optimizer
+    scheduler: Any
+    ref_model: Any  # π_ref (None without a KL term)
+    ucfg: Any  # the update's config (update.update_config_from)
+    monitor: Monitor
+    guard: MaskedEpisodeGuard
+    start_step: int
+    version: int  # policy version: optimizer steps taken
+    checkpoint: Path | None  # the latest checkpoint written (or resumed from)
+    engine: Any = None
+    backend: EpisodeBackend | None = None
+    pipeline: RolloutPipeline | None = None
+    close_envs: Any = None  # async () -> None from the env factory, if it holds shared resources
 
 
 def resolve_run_dir(cfg: Config, resume: str | None) -> Path:
@@ -83,13 +114,22 @@ def build_engine(cfg: Config, model, tokenizer):
 
 
 async def sync_weights(engine, model, run_dir: Path, version: int) -> None:
-    """Push the trainer's weights to the engine: in place for the embedded engine, via disk for SGLang."""
+    """Push the trainer's weights to an engine without push_weights: in place for the embedded engine, via
+    disk for SGLang (the fallback until every engine has push_weights)."""
     if hasattr(engine, "model"):  # embedded: copy tensors, no serialization
         await engine.update_weights({k: v.detach() for k, v in model.state_dict().items()}, version=version)
     else:
         path = run_dir / "weights_sync"
         model.save_pretrained(path, safe_serialization=True)
         await engine.update_weights(path=str(path), version=version)
+
+
+async def push_weights(run: Run) -> None:
+    """Give the engine the trainer's weights, labelled run.version (the engine's own push_weights if it has one)."""
+    push = getattr(run.engine, "push_weights", None)
+    if push is None:
+        return await sync_weights(run.engine, run.model, run.run_dir, run.version)
+    await push(run.model, version=run.version, staging_dir=run.run_dir / "weights_sync")
 
 
 def budget_line(cfg: Config) -> str:
@@ -108,11 +148,26 @@ def train(cfg: Config, *, resume: str | None = None, init_from: str | None = Non
 
 
 async def _train(cfg: Config, *, resume: str | None, init_from: str | None, console) -> RunResult:
+    run = setup(cfg, resume=resume, init_from=init_from, console=console)
+    try:
+        with run.monitor:
+            await start(run, init_from=init_from)
+            for step in range(run.start_step, cfg.trainer.steps):
+                await train_step(run, step)
+            if cfg.trainer.steps == 0 or run.checkpoint is None:
+                run.checkpoint = checkpoint(run, run.start_step)
+    finally:
+        await teardown(run)
+    return finish(run)
+
+
+# ---- setup ----
+
+def setup(cfg: Config, *, resume: str | None, init_from: str | None, console) -> Run:
+    """The run directory, the policy (fresh, warm-started from init_from, or resumed), its optimizer and π_ref."""
     from transformers.utils import logging as hf_logging
 
     from agentrl.models import load_model, load_tokenizer
-    from agentrl.registry import make
-    from agentrl.trainer.sft import run_sft
 
     hf_logging.disable_progress_bar()  # our own progress display covers checkpoint writes
     if cfg.model.threads:
@@ -121,108 +176,116 @@ async def _train(cfg: Config, *, resume: str | None, init_from: str | None, cons
     run_dir = resolve_run_dir(cfg, resume)
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "config.yaml").write_text(dump_config(cfg))
-
-    ckpt = None
-    if resume:
-        ckpt = Path(resume) if is_complete(Path(resume)) else latest_checkpoint(run_dir)
-    if resume and ckpt is None:
-        raise ConfigError(f"--resume {resume}: no complete checkpoint in {run_dir / 'checkpoints'}")
+    ckpt = _checkpoint_to_resume(resume, run_dir)
     source = model_dir(ckpt) if ckpt else (model_dir(init_from) if init_from else cfg.model.name)
-    tokenizer = load_tokenizer(source if ckpt or init_from else cfg.model.name)
     model = load_model(source, dtype=cfg.model.dtype, device=cfg.model.device).train()
     if cfg.trainer.gradient_checkpointing:
-        if hasattr(model, "activation_checkpointing_enable"):  # transformers ≥ 5.x; the old name warns
-            model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
-        else:
-            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-    optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.trainer.lr, weight_decay=cfg.trainer.weight_decay)
-    warmup = max(cfg.trainer.warmup_steps, 1)
+        _enable_gradient_checkpointing(model)
+    t = cfg.trainer
+    optimizer = torch.optim.AdamW(model.parameters(), lr=t.lr, weight_decay=t.weight_decay)
+    warmup = max(t.warmup_steps, 1)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup))
-    ref_model = load_model(source, dtype=cfg.model.dtype, device=cfg.model.device) if cfg.algo.kl_coef > 0 else None
-    env_factory = partial(make, cfg.env.name, **cfg.env.kwargs)
-    ucfg = update_config_from(cfg)
-    start_step, version = 0, 0
-    if ckpt:
-        state = load_checkpoint(ckpt, optimizer=optimizer, scheduler=scheduler)
-        start_step, version = state["step"], state.get("version", state["step"])
-
-    monitor = Monitor(run_dir, total_steps=cfg.trainer.steps, tensorboard=cfg.trainer.tensorboard, console=console)
-    monitor.console.print(f"[bold]agentrl train[/] {cfg.env.name} → {run_dir}\n{budget_line(cfg)}")
-    if cfg.sft.episodes and not ckpt and not init_from:
-        with monitor:
-            await run_sft(cfg, model, tokenizer, env_factory, monitor)
-    engine = build_engine(cfg, model, tokenizer)
-    rollouts = pipeline = None  # pipeline: in overlapped modes groups stay in flight (pipeline.py)
-    last_ckpt = ckpt
-    try:
-        rollouts = await build_rollouts(cfg, env_factory, engine, tokenizer)  # this process, or Ray workers
-        if cfg.cluster.backend == "ray":
-            monitor.console.print(rollouts.describe())
-        if cfg.rollout.mode != "sync":
-            pipeline = RolloutPipeline(cfg, env_factory, engine, tokenizer, start_step=start_step,
-                                       end_step=cfg.trainer.steps, on_episode=monitor.episodes_done, rollouts=rollouts)
-        if version:  # label the engine's (identical) weights with the resumed version: staleness is measured right
-            await sync_weights(engine, model, run_dir, version)
-        with monitor:
-            if pipeline:
-                pipeline.start()
-            for step in range(start_step, cfg.trainer.steps):
-                monitor.begin_step(step, cfg.rollout.tasks_per_step * cfg.rollout.group_size)
-                with monitor.phase("rollout"):  # in overlapped modes: the time the trainer waits for data
-                    if pipeline:
-                        batch = await pipeline.next_batch(step, version)
-                    else:
-                        batch = await collect_step(cfg, env_factory, engine, tokenizer, step,
-                                                   on_episode=monitor.episodes_done, rollouts=rollouts)
-                metrics = dict(batch.metrics)
-                if batch.trajectories:
-                    with monitor.phase("update"):
-                        mb_metrics = await asyncio.to_thread(
-                            _update, model, optimizer, batch, ucfg, version, ref_model
-                        )
-                    metrics.update(mb_metrics)
-                    scheduler.step()
-                    version += 1
-                    with monitor.phase("sync"):
-                        push = partial(sync_weights, engine, model, run_dir, version)
-                        await (pipeline.sync_in_flight(push) if pipeline else push())
-                else:
-                    metrics["trainer/skipped_steps"] = 1.0
-                if pipeline:
-                    pipeline.step_done(step)  # admits the groups whose staleness bound now allows them
-                metrics["trainer/lr"] = scheduler.get_last_lr()[0]
-                metrics["trainer/version"] = version
-                if _eval_due(cfg, step):
-                    with monitor.phase("eval"):
-                        held = await evaluate(cfg, engine, tokenizer, cfg.trainer.eval_episodes)
-                    metrics.update({"eval/reward_mean": held.mean, "eval/reward_low95": held.low,
-                                    "eval/reward_high95": held.high, "eval/episodes": held.n})
-                monitor.log(step, metrics)
-                if cfg.trainer.sample_every and step % cfg.trainer.sample_every == 0:
-                    monitor.write_samples(step, batch.all_trajectories, tokenizer)
-                _append_trajectories(run_dir, step, batch.all_trajectories)
-                done = step + 1
-                if done == cfg.trainer.steps or (cfg.trainer.checkpoint_every and done % cfg.trainer.checkpoint_every == 0):
-                    with monitor.phase("checkpoint"):
-                        last_ckpt = save_checkpoint(
-                            run_dir, done, model=model, tokenizer=tokenizer, optimizer=optimizer,
-                            scheduler=scheduler, state={"version": version, "task_seed": cfg.rollout.seed},
-                            keep=cfg.trainer.keep_checkpoints,
-                        )
-            if cfg.trainer.steps == 0 or last_ckpt is None:
-                last_ckpt = save_checkpoint(run_dir, start_step, model=model, tokenizer=tokenizer, optimizer=optimizer,
-                                            scheduler=scheduler, state={"version": version}, keep=cfg.trainer.keep_checkpoints)
-    finally:
-        if pipeline:
-            await pipeline.close()
-        if rollouts:
-            await rollouts.close()
-        await engine.close()
-    plot = _plot(run_dir, monitor)
-    monitor.console.print(
-        f"[bold green]done[/]: checkpoint {last_ckpt}\n      metrics {monitor.metrics_path}\n      plot {plot}"
+    ref_model = load_model(source, dtype=cfg.model.dtype, device=cfg.model.device) if cfg.algo.kl_coef else None
+    # last: a checkpoint restores the RNG state, which loading models may consume
+    state = load_checkpoint(ckpt, optimizer=optimizer, scheduler=scheduler) if ckpt else {"step": 0, "version": 0}
+    return Run(
+        cfg=cfg, run_dir=run_dir, model=model, tokenizer=load_tokenizer(source), optimizer=optimizer,
+        scheduler=scheduler, ucfg=update_config_from(cfg), ref_model=ref_model,
+        monitor=Monitor(run_dir, total_steps=t.steps, tensorboard=t.tensorboard, console=console),
+        guard=MaskedEpisodeGuard(t.max_masked_frac, t.masked_window, last_step=t.steps - 1),
+        start_step=state["step"], version=state.get("version", state["step"]), checkpoint=ckpt,
     )
-    return RunResult(run_dir=run_dir, checkpoint=last_ckpt, metrics=monitor.metrics_path, plot=plot)
+
+
+async def start(run: Run, *, init_from: str | None) -> None:
+    """Envs, the supervised warm start (fresh runs), the engine, the episode backend and the pipeline."""
+    from agentrl.trainer.sft import run_sft
+
+    cfg, monitor = run.cfg, run.monitor
+    monitor.console.print(f"[bold]agentrl train[/] {cfg.env.name} → {run.run_dir}\n{budget_line(cfg)}")
+    env_factory, run.close_envs = _env_factory(cfg)
+    if cfg.sft.episodes and not run.checkpoint and not init_from:
+        await run_sft(cfg, run.model, run.tokenizer, env_factory, monitor)
+    run.engine = build_engine(cfg, run.model, run.tokenizer)
+    run.backend = await build_backend(cfg, env_factory, run.engine, run.tokenizer)  # this process, or Ray workers
+    if cfg.cluster.backend == "ray":
+        monitor.console.print(run.backend.describe())
+    run.pipeline = RolloutPipeline(cfg, env_factory, run.engine, run.tokenizer, start_step=run.start_step,
+                                   end_step=cfg.trainer.steps, on_episode=monitor.episodes_done, backend=run.backend)
+    if run.version:  # label the engine's (identical) weights with the resumed version: staleness is measured right
+        await push_weights(run)
+    run.pipeline.start()
+
+
+def _env_factory(cfg: Config):
+    """(a zero-argument env factory, an async close for what it shares or None)."""
+    if build_env_factory is not None:
+        return build_env_factory(cfg)
+    from agentrl.registry import make
+
+    return partial(make, cfg.env.name, **cfg.env.kwargs), None
+
+
+def _checkpoint_to_resume(resume: str | None, run_dir: Path) -> Path | None:
+    """The checkpoint --resume names (a checkpoint, or a run directory's latest complete one)."""
+    if not resume:
+        return None
+    ckpt = Path(resume) if is_complete(Path(resume)) else latest_checkpoint(run_dir)
+    if ckpt is None:
+        raise ConfigError(f"--resume {resume}: no complete checkpoint in {run_dir / 'checkpoints'}")
+    return ckpt
+
+
+def _enable_gradient_checkpointing(model) -> None:
+    """Recompute activations in the backward pass (non-reentrant), under either transformers name."""
+    if hasattr(model, "activation_checkpointing_enable"):  # transformers ≥ 5.x; the old name warns
+        model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+    else:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+
+
+# ---- one step ----
+
+async def train_step(run: Run, step: int) -> None:
+    """One step: collect → update → push weights → log → evaluate → abort check → checkpoint → admit more."""
+    cfg, monitor, pipeline = run.cfg, run.monitor, run.pipeline
+    monitor.begin_step(step, cfg.rollout.tasks_per_step * cfg.rollout.group_size)
+    with monitor.phase("rollout"):  # in overlapped modes: the time the trainer waits for data
+        batch = await pipeline.next_batch(step, run.version)
+    metrics = dict(batch.metrics)
+    if batch.trajectories:
+        with monitor.phase("update"):
+            metrics.update(await asyncio.to_thread(
+                _update, run.model, run.optimizer, batch, run.ucfg, version=run.version, ref_model=run.ref_model))
+        run.scheduler.step()
+        run.version += 1
+        with monitor.phase("sync"):
+            await (pipeline.sync_in_flight(partial(push_weights, run)) if pipeline.overlapped else push_weights(run))
+    else:
+        metrics["trainer/skipped_steps"] = 1.0
+    metrics.update({"trainer/lr": run.scheduler.get_last_lr()[0], "trainer/version": run.version})
+    if _eval_due(cfg, step):
+        with monitor.phase("eval"):
+            metrics.update(await _evaluate(run))
+    monitor.log(step, metrics)
+    _record(run, step, batch)
+    run.guard.observe(step, batch.all_trajectories)
+    if _checkpoint_due(cfg, step):
+        with monitor.phase("checkpoint"):
+            run.checkpoint = checkpoint(run, step + 1)
+    pipeline.step_done(step)  # the engine holds this step's weights: admit the groups that allows
+
+
+def _update(model, optimizer, batch: StepBatch, ucfg, *, version: int, ref_model) -> dict[str, float]:
+    """The trainer side of one step (runs in a worker thread so the event loop stays responsive)."""
+    from agentrl.trainer.batch import build_minibatch, microbatches
+    from agentrl.trainer.update import recompute_logprobs
+
+    mb = build_minibatch(batch.trajectories, batch.advantages)
+    traj_adv = torch.tensor(batch.advantages, dtype=torch.float32)
+    lp_ref = recompute_logprobs(ref_model, mb, microbatches(mb, ucfg.micro_batch_tokens), ucfg) if ref_model else None
+    return train_on_minibatch(model, optimizer, mb, ucfg, current_version=version, traj_advantages=traj_adv,
+                              lp_ref=lp_ref)
 
 
 def _eval_due(cfg: Config, step: int) -> bool:
@@ -232,23 +295,61 @@ def _eval_due(cfg: Config, step: int) -> bool:
     return t.eval_episodes > 0 and (done == t.steps or (t.eval_every > 0 and done % t.eval_every == 0))
 
 
-def _update(model, optimizer, batch, ucfg, version, ref_model) -> dict[str, float]:
-    """The trainer side of one step (runs in a worker thread so the event loop stays responsive)."""
-    from agentrl.trainer.batch import build_minibatch, microbatches
-    from agentrl.trainer.update import recompute_logprobs
-
-    mb = build_minibatch(batch.trajectories, batch.advantages)
-    traj_adv = torch.tensor(batch.advantages, dtype=torch.float32)
-    lp_ref = recompute_logprobs(ref_model, mb, microbatches(mb, ucfg.micro_batch_tokens), ucfg) if ref_model else None
-    return train_on_minibatch(model, optimizer, mb, ucfg, current_version=version, traj_advantages=traj_adv, lp_ref=lp_ref)
+def _checkpoint_due(cfg: Config, step: int) -> bool:
+    """A checkpoint is written every trainer.checkpoint_every steps and after the last one."""
+    done, every = step + 1, cfg.trainer.checkpoint_every
+    return done == cfg.trainer.steps or (every > 0 and done % every == 0)
 
 
-def _append_trajectories(run_dir: Path, step: int, trajectories) -> None:
-    """Keep every trajectory of the run as JSONL (lossless; token ids, masks, logprobs, versions)."""
-    with open(run_dir / "trajectories.jsonl", "a") as f:
-        for t in trajectories:
+async def _evaluate(run: Run) -> dict[str, float]:
+    """Held-out evaluation of the engine's current weights, as eval/* metrics."""
+    held = await evaluate(run.cfg, run.engine, run.tokenizer, run.cfg.trainer.eval_episodes)
+    return {"eval/reward_mean": held.mean, "eval/reward_low95": held.low, "eval/reward_high95": held.high,
+            "eval/episodes": held.n}
+
+
+def _record(run: Run, step: int, batch: StepBatch) -> None:
+    """Rendered samples every trainer.sample_every steps, and every trajectory in trajectories.jsonl (lossless)."""
+    every = run.cfg.trainer.sample_every
+    if every and step % every == 0:
+        run.monitor.write_samples(step, batch.all_trajectories, run.tokenizer)
+    with open(run.run_dir / "trajectories.jsonl", "a") as f:
+        for t in batch.all_trajectories:
             t.metrics["train/step"] = step
             f.write(t.to_json() + "\n")
+
+
+def checkpoint(run: Run, step: int) -> Path:
+    """Write checkpoint `step` (model, tokenizer, optimizer, scheduler, policy version, task seed)."""
+    return save_checkpoint(
+        run.run_dir, step, model=run.model, tokenizer=run.tokenizer, optimizer=run.optimizer,
+        scheduler=run.scheduler, state={"version": run.version, "task_seed": run.cfg.rollout.seed},
+        keep=run.cfg.trainer.keep_checkpoints,
+    )
+
+
+# ---- teardown ----
+
+async def teardown(run: Run) -> None:
+    """Stop everything start() started, newest first, even after an error or a cancellation."""
+    if run.pipeline:
+        await run.pipeline.close()
+    if run.backend:
+        await run.backend.close()
+    if run.engine:
+        await run.engine.close()
+    if run.close_envs:
+        await run.close_envs()
+
+
+def finish(run: Run) -> RunResult:
+    """Plot the run and say where its outputs are."""
+    plot = _plot(run.run_dir, run.monitor)
+    run.monitor.console.print(
+        f"[bold green]done[/]: checkpoint {run.checkpoint}\n      metrics {run.monitor.metrics_path}\n"
+        f"      plot {plot}"
+    )
+    return RunResult(run_dir=run.run_dir, checkpoint=run.checkpoint, metrics=run.monitor.metrics_path, plot=plot)
 
 
 def _plot(run_dir: Path, monitor: Monitor) -> Path | None:

@@ -16,6 +16,23 @@ from torch import Tensor
 
 from agentrl.trainer.packed import masked, traj_amin, traj_count, traj_sum
 
+
+class Peak(float):
+    """A metric value that merges across groups by its maximum (e.g. resample rounds); plain values add up."""
+
+
+def merge_metrics(parts: Iterable[dict[str, float]]) -> dict[str, float]:
+    """Merge per-group metric dicts: each value declares its merge (Peak → max; a plain number → sum)."""
+    out: dict[str, float] = {}
+    for part in parts:
+        for k, v in part.items():
+            if isinstance(v, Peak):
+                out[k] = Peak(max(out.get(k, v), v))
+            else:
+                out[k] = out.get(k, 0.0) + v
+    return out
+
+
 STALENESS_BUCKETS: tuple[tuple[str, int, int | None], ...] = (("0", 0, 0), ("1", 1, 1), ("2", 2, 2), ("3+", 3, None))
 """(name, lowest, highest or None) staleness v_cur − v_t of each bucket."""
 
@@ -127,46 +144,6 @@ def staleness_metrics(
         "staleness/sample_mean": float(sample.mean()),
         "staleness/sample_max": float(sample.max()),
     }
-
-
-def truncation_rate(truncated: Tensor) -> dict[str, float]:
-    """rollout/truncation_rate: fraction of trajectories that ended without EOS (length or turn budget)."""
-    t = truncated.reshape(-1).double()
-    return {"rollout/truncation_rate": float(t.mean()) if t.numel() else 0.0}
-
-
-def entropy_metric(entropy: Tensor, loss_mask: Tensor, num_tokens: float | None = None) -> dict[str, Tensor]:
-    """actor/entropy: token-mean of H_t over m; pass the mini-batch token count to sum over micro-batches."""
-    return {"actor/entropy": masked_mean(entropy.detach(), loss_mask, num_tokens)}
-
-
-@torch.no_grad()
-def grad_norm(parameters: Iterable[Tensor], max_norm: float | None = None) -> Tensor:
-    """actor/grad_norm: global L2 norm of all gradients before clipping; clips in place if max_norm is set.
-
-    Clipping scales by max_norm / (norm + 1e-6) when that is < 1 (torch clip_grad_norm_). A non-finite
-    norm is returned unclipped: the caller should skip the optimizer step (§9).
-    """
-    grads = [p.grad for p in parameters if p.grad is not None]
-    if not grads:
-        return torch.zeros(())
-    total = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g.double()) for g in grads]))
-    if max_norm is not None and torch.isfinite(total):
-        coef = max_norm / (float(total) + 1e-6)
-        if coef < 1.0:
-            for g in grads:
-                g.mul_(coef)
-    return total
-
-
-def rollout_capacity(
-    *, max_concurrent: int, max_staleness: int, version: int, batch_size: int, accepted: int, running: int
-) -> int:
-    """How many new rollouts may start without exceeding the staleness bound η (AReaL get_capacity, §8).
-
-    capacity = min(max_concurrent − running, (η + v + 1)·B − (accepted + running)); η = 0 is synchronous.
-    """
-    return min(max_concurrent - running, (max_staleness + version + 1) * batch_size - (accepted + running))
 
 
 @torch.no_grad()

@@ -119,12 +119,25 @@ def _num(v):
         return v
 
 
+def skip_reason(m: dict[str, float]) -> str | None:
+    """Why a step took no optimizer step (None if it took one): no trainable group, or a non-finite gradient."""
+    if not m.get("trainer/skipped_steps"):
+        return None
+    if "actor/grad_norm" in m:
+        return f"gradient norm {m['actor/grad_norm']} is not finite"
+    masked, zero_std = int(m.get("rollout/masked_episodes", 0)), m.get("rollout/zero_std_frac", 0)
+    return (f"no trainable group: {masked} of {int(m.get('rollout/episodes', 0))} episodes masked, "
+            f"{int(m.get('rollout/groups_sampled', 0))} groups sampled ({zero_std:.0%} dropped)")
+
+
 def summary_line(step: int, m: dict[str, float]) -> str:
-    """The one-line per-step summary printed under the progress bar."""
+    """The one-line per-step summary printed under the progress bar (a skipped step says so, and why)."""
     phases = " ".join(f"{k[7:-2]} {v:.1f}s" for k, v in m.items() if k.startswith("timing/") and k.endswith("_s"))
+    why = skip_reason(m)
+    update = (f"SKIPPED ({why})" if why else f"loss {m.get('actor/loss', 0):+.4f}  "
+              f"entropy {m.get('actor/entropy', 0):.3f}  clip {m.get('actor/pg_clipfrac', 0):.3f}")
     return (
         f"step {step + 1}: reward {m.get('rollout/reward_mean', 0):.3f}  "
         f"kept {int(m.get('rollout/groups_kept', 0))}/{int(m.get('rollout/groups_sampled', 0))} groups  "
-        f"loss {m.get('actor/loss', 0):+.4f}  entropy {m.get('actor/entropy', 0):.3f}  "
-        f"clip {m.get('actor/pg_clipfrac', 0):.3f}  |  {phases}"
+        f"{update}  |  {phases}"
     )

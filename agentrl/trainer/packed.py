@@ -5,18 +5,13 @@ and comes with `traj_index` (N,), the trajectory number of each token (numbered 
 mini-batch), plus `num_traj`. A trajectory may be split into several segments, possibly in different
 micro-batches; sums over `traj_index` span all of them (algorithms.md §1 "Design rule").
 
-A padded (B, T) batch is the special case `traj_index = row_traj_index(B, T)` after flattening.
+A padded (B, T) batch is the special case where token (b, t) has traj_index b, after flattening.
 """
 
 from __future__ import annotations
 
 import torch
 from torch import Tensor
-
-
-def row_traj_index(batch: int, length: int, device: torch.device | str | None = None) -> Tensor:
-    """Trajectory index of a padded (B, T) batch flattened row-major: row b is trajectory b."""
-    return torch.arange(batch, device=device).repeat_interleave(length)  # (B*T,)
 
 
 def masked(x: Tensor, mask: Tensor) -> Tensor:

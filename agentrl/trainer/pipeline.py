@@ -1,24 +1,29 @@
-"""Overlapped rollouts (rollout.mode one_step_off / async): groups stay in flight while the trainer updates.
+"""The rollout pipeline: where every training step's groups come from. In rollout.mode=sync it has zero
+overlap (η = 0: a step's groups start once the previous step's weights are synced); in one_step_off / async
+groups stay in flight while the trainer updates.
 
 Groups are handed out as *tickets* k = s·B + j (slot j of consumer step s, B = tasks_per_step). Staleness is
 controlled by admission, not by discarding finished work (AReaL's capacity rule, algorithms.md §8): ticket
 k may start only while s ≤ synced + η, where `synced` counts the steps whose weights the engine holds and
-η = rollout.max_staleness (1 for one_step_off); i.e. capacity = (η + synced + 1)·B − tickets started. A
-ticket whose group the failure policy or DAPO dynamic sampling drops is rerun with the next resample
-round's seed task_seed(base, s, round, j): the tasks of every ticket are deterministic, the sampled tokens
-are not (they depend on when new weights arrive). A resumed run restarts at ticket start_step·B.
+η = 0 for sync, 1 for one_step_off, rollout.max_staleness for async; i.e. capacity = (η + synced + 1)·B −
+tickets started. A ticket runs collect.collect_slot: a group the failure policy or DAPO dynamic sampling
+drops is rerun with the next resample round's seed task_seed(base, s, round, j), in every mode. The tasks
+of every ticket are deterministic; with η > 0 the sampled tokens are not (they depend on when new weights
+arrive). A resumed run restarts at ticket start_step·B.
 
 Consumption, with u = the synced step count when the ticket's last round started:
-- one_step_off: step s takes exactly the tickets of slot s, so rollout of s + 1 overlaps training of s.
+- sync / one_step_off: step s takes exactly the tickets of step s (one_step_off: rollout of s + 1 overlaps
+  training of s).
 - async: step s takes the B finished tickets with the smallest u; a ticket must be trained on by step
   u + η, so the consumer waits only for running tickets at that deadline (then a batch may hold more than
   B groups). Admission makes this schedule feasible (at most (d + 1)·B tickets have deadline ≤ d).
 Either way a token is at most η versions behind when trained on (v_cur − v_t ≤ steps since u ≤ η).
 rollout.drop_staleness is an optional hard bound: groups beyond it are dropped at consumption and counted.
 
-Weight updates happen in flight (sync_in_flight): pause("in_place") → update → resume, so episodes continue
-and every token keeps the version that produced it. The finished queue is bounded by admission, every await
-has a deadline, and close() cancels and awaits every ticket.
+In overlapped modes weight updates happen in flight (sync_in_flight): pause("in_place") → update →
+resume, so episodes continue and every token keeps the version that produced it (sync has nothing in
+flight and pushes directly). The finished queue is bounded by admission, every await has a deadline, and
+close() cancels and awaits every ticket.
 """
 
 from __future__ import annotations
@@ -29,10 +34,10 @@ from dataclasses import dataclass, field
 
 import torch
 
-from agentrl.cluster import LocalRollouts, Rollouts
+from agentrl.cluster import EpisodeBackend, LocalBackend
 from agentrl.errors import EngineError
+from agentrl.trainer.collect import SlotRollout, StepBatch, collect_slot, merge_slots, resample_rounds
 from agentrl.trainer.metrics import staleness_histogram
-from agentrl.trainer.rollouts import StepBatch, assemble_batch, finish_group, loop_config, task_seed
 from agentrl.types import Trajectory
 
 
@@ -42,14 +47,11 @@ class PipelineStalled(EngineError):
 
 @dataclass
 class _Finished:
-    """One ticket's outcome: the kept group (None if every round was dropped) and everything collected."""
+    """One ticket's outcome: its slot's groups, or the error that ended it."""
 
     index: int
     started_at: int  # synced step count when its last round started
-    kept: list[Trajectory] | None
-    everything: list[Trajectory] = field(default_factory=list)
-    seeds: list[int] = field(default_factory=list)
-    metrics: dict[str, float] = field(default_factory=dict)
+    slot: SlotRollout = field(default_factory=SlotRollout)
     error: BaseException | None = None
 
 
@@ -64,20 +66,20 @@ class RolloutPipeline:
 
     def __init__(self, cfg, env_factory: Callable, engine, tokenizer, *, start_step: int, end_step: int,
                  on_episode: Callable[[int], None] | None = None, timeout_s: float | None = None,
-                 rollouts: Rollouts | None = None):
+                 backend: EpisodeBackend | None = None):
         """start_step/end_step: the steps this run trains (tickets start_step·B … end_step·B − 1).
         timeout_s: deadline of any single wait (default: a few episode timeouts).
-        rollouts: where episodes run (the run's backend; default: this process, rollout.concurrency at once)."""
+        backend: where episodes run (the run's; default: this process, rollout.concurrency at once)."""
         r = cfg.rollout
         self.cfg, self.engine = cfg, engine
-        self.rollouts = rollouts or LocalRollouts(env_factory, engine, tokenizer, concurrency=r.concurrency)
+        self.backend = backend or LocalBackend(env_factory, engine, tokenizer, concurrency=r.concurrency)
         self.on_episode = on_episode
-        self.in_order = r.mode == "one_step_off"
-        self.eta = 1 if self.in_order else r.max_staleness
+        self.overlapped = r.mode != "sync"
+        self.in_order = r.mode != "async"
+        self.eta = {"sync": 0, "one_step_off": 1}.get(r.mode, r.max_staleness)
         self.B = r.tasks_per_step
-        self.rounds = 1 + (r.max_resample_rounds if r.dynamic_sampling else 0)
         self.synced = start_step
-        self.timeout_s = timeout_s or 3 * r.episode_timeout_s * self.rounds + 60
+        self.timeout_s = timeout_s or 3 * r.episode_timeout_s * resample_rounds(cfg) + 60
         self._next = start_step * self.B
         self._end = end_step * self.B
         self._running: dict[int, int] = {}  # ticket → started_at
@@ -145,29 +147,16 @@ class RolloutPipeline:
             self._next += 1
 
     async def _run_ticket(self, index: int) -> None:
-        """Roll out ticket `index`'s group, rerunning dropped groups with the next round's seed."""
-        r = self.cfg.rollout
+        """Fill ticket `index`'s slot (collect.collect_slot), then hand it to the consumer."""
         step, slot = divmod(index, self.B)
-        out = _Finished(index=index, started_at=self.synced, kept=None)
+        out = _Finished(index=index, started_at=self.synced)
+
+        def round_starts() -> None:
+            out.started_at = self._running[index] = self.synced
+
         try:
-            for round_ in range(self.rounds):
-                out.started_at = self._running[index] = self.synced
-                seed = task_seed(r.seed, step, round_, slot)
-                out.seeds.append(seed)
-                out.metrics["rollout/sample_rounds"] = round_ + 1
-                try:
-                    group = await asyncio.wait_for(
-                        self.rollouts.collect_group(seed, r.group_size, cfg=loop_config(self.cfg)), self.timeout_s
-                    )
-                except TimeoutError:  # a backstop: episodes have their own timeout inside the agent loop
-                    out.metrics["pipeline/group_timeouts"] = out.metrics.get("pipeline/group_timeouts", 0) + 1
-                    continue
-                if self.on_episode is not None:
-                    self.on_episode(len(group))
-                out.everything += group
-                out.kept = finish_group(group, self.cfg, out.metrics)
-                if out.kept is not None:
-                    break
+            out.slot = await collect_slot(self.backend, self.cfg, step, slot, timeout_s=self.timeout_s,
+                                          on_round=round_starts, on_episode=self.on_episode)
         except asyncio.CancelledError:
             self._running.pop(index, None)
             raise
@@ -208,21 +197,13 @@ class RolloutPipeline:
         drop = self.cfg.rollout.drop_staleness
         taken = {id(f) for f in chosen}
         self._finished = [f for f in self._finished if id(f) not in taken]
-        kept_groups, everything, seeds = [], [], []
-        metrics: dict[str, float] = {"pipeline/dropped_stale_groups": 0.0, "pipeline/group_timeouts": 0.0}
+        dropped = 0
         for f in chosen:
-            everything += f.everything
-            seeds += f.seeds
-            for k, v in f.metrics.items():
-                metrics[k] = max(metrics.get(k, 0.0), v) if k == "rollout/sample_rounds" else metrics.get(k, 0.0) + v
-            if f.kept is None:
-                continue
-            oldest = oldest_version(f.kept)
+            oldest = oldest_version(f.slot.kept or [])
             if drop is not None and oldest is not None and version - oldest > drop:
-                metrics["pipeline/dropped_stale_groups"] += 1
-                continue
-            kept_groups.append(f.kept)
-        batch = assemble_batch(self.cfg, kept_groups, everything, seeds, metrics)
+                f.slot.kept, dropped = None, dropped + 1
+        metrics = {"pipeline/dropped_stale_groups": float(dropped), "pipeline/group_timeouts": 0.0}
+        batch = merge_slots(self.cfg, [f.slot for f in chosen], metrics)
         if batch.trajectories:
             segs = [s for t in batch.trajectories for s in t.segments]
             versions = torch.tensor([v for s in segs for v in s.versions], dtype=torch.long)
@@ -232,3 +213,17 @@ class RolloutPipeline:
         batch.metrics["pipeline/groups_waiting"] = float(len(self._finished) + self._queue.qsize())
         batch.metrics["pipeline/batch_groups"] = float(len(chosen))
         return batch
+
+
+async def collect_step(cfg, env_factory: Callable, engine, tokenizer, step: int, *,
+                       on_episode: Callable[[int], None] | None = None,
+                       backend: EpisodeBackend | None = None) -> StepBatch:
+    """One synchronous step's batch, outside a training run: the pipeline for step `step` alone."""
+    sync = cfg.model_copy(update={"rollout": cfg.rollout.model_copy(update={"mode": "sync"})})
+    pipeline = RolloutPipeline(sync, env_factory, engine, tokenizer, start_step=step, end_step=step + 1,
+                               on_episode=on_episode, backend=backend)
+    pipeline.start()
+    try:
+        return await pipeline.next_batch(step, version=0)
+    finally:
+        await pipeline.close()

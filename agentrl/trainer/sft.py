@@ -14,8 +14,8 @@ import random
 import torch
 
 from agentrl.trainer.batch import build_minibatch, microbatches
+from agentrl.trainer.collect import loop_config, run_groups, task_seed, trainable
 from agentrl.trainer.memory import release_memory
-from agentrl.trainer.rollouts import loop_config, run_groups, task_seed, trainable
 from agentrl.trainer.update import policy_logprobs
 
 

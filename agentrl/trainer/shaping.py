@@ -3,44 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 import torch
 from torch import Tensor
 
-from agentrl.trainer.packed import group_stats, traj_count
-
-
-def trajectory_lengths(
-    loss_mask: Tensor,
-    traj_index: Tensor,
-    num_traj: int,
-    *,
-    by: Literal["action", "context"] = "action",
-    valid_mask: Tensor | None = None,
-) -> Tensor:
-    """Length of each trajectory over all its segments, as used by overlong shaping.
-
-    Multi-turn trajectories must choose what |y| means (§5 "Multi-turn"). "action" (default, AReaL's
-    `loss_mask.sum()`) counts model-generated tokens across all turns; "context" counts every real token
-    (prompt, observations, actions), a budget on total context.
-
-    Args:
-        loss_mask: (N,) 1 on action tokens.
-        traj_index: (N,) trajectory number per token.
-        num_traj: number of trajectories.
-        by: "action" or "context".
-        valid_mask: (N,) 1 on real (non-padding) tokens; for "context", defaults to all tokens.
-
-    Returns:
-        (num_traj,) float64 lengths.
-    """
-    if by == "action":
-        return traj_count(loss_mask, traj_index, num_traj)
-    if by == "context":
-        valid = torch.ones_like(loss_mask) if valid_mask is None else valid_mask
-        return traj_count(valid, traj_index, num_traj)
-    raise ValueError(f"trajectory length 'by' must be 'action' or 'context', got {by!r}")
+from agentrl.trainer.packed import group_stats
 
 
 def overlong_penalty(lengths: Tensor, *, max_len: float, cache_len: float, floor: bool = True) -> Tensor:
@@ -50,7 +17,7 @@ def overlong_penalty(lengths: Tensor, *, max_len: float, cache_len: float, floor
     −1 if |y| > max_len (the paper's floor). `floor=False` gives verl/AReaL's linear form without the floor.
 
     Args:
-        lengths: (n,) trajectory lengths (see `trajectory_lengths`).
+        lengths: (n,) trajectory lengths |y_i| (action tokens over all segments).
         max_len: L_max.
         cache_len: L_cache, the soft-penalty interval (0 < cache_len ≤ max_len).
         floor: clamp at −1 beyond max_len, as the paper does.

@@ -53,8 +53,3 @@ def clip(text: str, limit: int = EDITOR_LIMIT) -> str:
     """Editor output capped at `limit` chars with SWE-agent's `<response clipped>` note."""
     text = clean(text)
     return text if len(text) <= limit else text[:limit] + "\n" + CLIPPED
-
-
-def format_error(message: str) -> str:
-    """The observation for an action that could not be parsed or validated."""
-    return f"<format_error>\n{message.strip()}\n</format_error>"

@@ -16,13 +16,13 @@ psutil = pytest.importorskip("psutil", reason="the process checks need psutil (i
 
 from ray import cloudpickle  # noqa: E402
 
-from agentrl.cluster.ray_backend import RayRollouts, start_local_ray  # noqa: E402
+from agentrl.cluster.ray_backend import RayBackend, start_local_ray  # noqa: E402
 from agentrl.config import load_config  # noqa: E402
 from agentrl.errors import ClusterError  # noqa: E402
 from agentrl.models import load_model, load_tokenizer  # noqa: E402
 from agentrl.rollout.embedded import EmbeddedEngine  # noqa: E402
 from agentrl.trainer.loop import train  # noqa: E402
-from agentrl.trainer.rollouts import collect_step  # noqa: E402
+from agentrl.trainer.pipeline import collect_step  # noqa: E402
 
 from . import envs  # noqa: E402
 
@@ -182,9 +182,9 @@ async def _step_killing_worker_0(cfg, tok):
     """collect_step on 2 workers; once both are full, kill worker 0. Returns the batch and the most episodes
     seen in flight on one worker."""
     engine = EmbeddedEngine(load_model("tiny"), tok, seed=0, max_batch_size=cfg.rollout.max_batch_size)
-    rollouts = await RayRollouts.start(cfg, engine, tok)
+    rollouts = await RayBackend.start(cfg, engine, tok)
     try:
-        step = asyncio.ensure_future(collect_step(cfg, None, engine, tok, 0, rollouts=rollouts))
+        step = asyncio.ensure_future(collect_step(cfg, None, engine, tok, 0, backend=rollouts))
         w0, w1 = rollouts.workers
         most = 0
         while not (w0.in_flight == w1.in_flight == 2):
@@ -210,7 +210,7 @@ def test_killed_worker_episodes_are_masked_and_the_step_completes(ray_cluster, t
     batch, most, alive = asyncio.run(_step_killing_worker_0(_slow_cfg(tmp_path, retries=0), tok))
     lost = [t for t in batch.all_trajectories if t.termination.value == "env_error"]
     assert len(batch.all_trajectories) == 6 and len(lost) == 2 and alive == 1
-    assert all(t.metrics["termination_detail"].startswith("rollout worker lost: worker 0") for t in lost), (
+    assert all(t.termination_detail.startswith("rollout worker lost: worker 0") for t in lost), (
         lost
     )
     assert all(t.termination.value == "done" for t in batch.all_trajectories if t not in lost)
@@ -252,7 +252,7 @@ def test_workers_that_no_node_can_place_fail_at_once_with_the_missing_resource(r
     cfg = _cfg(tmp_path, "cluster.backend=ray", "cluster.worker_resources.docker=1")
 
     async def go():
-        await RayRollouts.start(cfg, None, load_tokenizer("tiny"))
+        await RayBackend.start(cfg, None, load_tokenizer("tiny"))
 
     with pytest.raises(ClusterError, match=r"docker=1.*--resources"):
         asyncio.run(go())

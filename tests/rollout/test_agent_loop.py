@@ -15,11 +15,12 @@ from pathlib import Path
 import pytest
 
 from agentrl.agent_env import AgentEnv
+from agentrl.cluster import LocalBackend
 from agentrl.errors import SandboxDead
 from agentrl.models import load_tokenizer
 from agentrl.rollout.agent_loop import LoopConfig, run_episode
 from agentrl.rollout.chat import ChatRenderer
-from agentrl.rollout.collector import collect, collect_group, summarize
+from agentrl.rollout.collector import collect_group, summarize
 from agentrl.tool_calls import format_call, function_tool
 from agentrl.types import FAILURE_POLICY, TerminationReason, Trajectory, system, tool, user
 
@@ -112,7 +113,7 @@ def test_every_termination_reason_is_reachable_and_has_a_failure_policy(reason):
     assert reason in SCENARIOS, f"no scenario reaches {reason}"
     env, engine, cfg = SCENARIOS[reason]()
     traj = run(env, engine, cfg)
-    assert traj.termination is reason, traj.metrics["termination_detail"]
+    assert traj.termination is reason, traj.termination_detail
     assert reason in FAILURE_POLICY
     assert Trajectory.from_json(traj.to_json()) == traj  # every ending still yields a serializable trajectory
 
@@ -123,7 +124,7 @@ def test_every_termination_reason_is_reachable_and_has_a_failure_policy(reason):
 def test_crashing_env_yields_env_error_not_a_crashed_run(fail, detail):
     traj = run(ProbeEnv(fail=fail), ScriptedEngine([say("a")]))
     assert traj.termination is TR.ENV_ERROR
-    assert traj.metrics["termination_detail"].startswith(detail)
+    assert traj.termination_detail.startswith(detail)
     if fail == "step":  # the action sampled before the crash is kept
         assert traj.num_action_tokens == len(say("a"))
 
@@ -190,7 +191,7 @@ def test_expert_actions_are_content_plus_end_of_turn_with_mask_one_logprob_zero_
         assert seg.token_ids[a:b] == expected
         assert seg.loss_mask[a:b] == [1] * len(expected)
         assert seg.behaviour_logprobs[a:b] == [0.0] * len(expected) and seg.versions[a:b] == [-1] * len(expected)
-    assert traj.termination is TR.DONE and traj.reward == 1.5 and traj.metrics["expert"] is True
+    assert traj.termination is TR.DONE and traj.reward == 1.5 and traj.expert is True
 
 
 def test_expert_without_action_is_env_error_and_loop_without_engine_is_refused():
@@ -219,8 +220,12 @@ def test_concurrency_is_bounded_by_the_semaphore():
     shared = ProbeEnv(done_after=2, sleep_s=0.05)
     shared.close = lambda: None
     engine = ScriptedEngine([say("a")], delay_s=0.02)
-    groups = asyncio.run(collect(lambda: shared, engine, renderer(), seeds=[1, 2, 3], group_size=2,
-                                 max_concurrency=2))
+    backend = LocalBackend(lambda: shared, engine, renderer(), concurrency=2)  # the trainer's local backend
+
+    async def three_groups():
+        return await asyncio.gather(*(backend.collect_group(s, 2, cfg=LoopConfig()) for s in (1, 2, 3)))
+
+    groups = asyncio.run(three_groups())
     assert [len(g) for g in groups] == [2, 2, 2]
     assert shared.max_active == 2  # episodes overlapped, but never more than two at a time
 
@@ -235,7 +240,7 @@ def test_retry_policy_reruns_engine_errors_and_a_failing_factory_is_env_error():
         raise OSError("no such dataset")
 
     [traj] = asyncio.run(collect_group(broken, engine, renderer(), seed=0, group_size=1))
-    assert traj.termination is TR.ENV_ERROR and "no such dataset" in traj.metrics["termination_detail"]
+    assert traj.termination is TR.ENV_ERROR and "no such dataset" in traj.termination_detail
     metrics = summarize([traj])
     assert metrics["termination/env_error"] == 1 and metrics["termination/done"] == 0
 

@@ -12,7 +12,7 @@ from agentrl.evaluation import HELDOUT_STEP
 from agentrl.models import load_model, load_tokenizer
 from agentrl.rollout.embedded import EmbeddedEngine
 from agentrl.trainer.heldout import HeldOut, evaluate, paired_sign_test, wilson
-from agentrl.trainer.rollouts import task_seed
+from agentrl.trainer.collect import task_seed
 from agentrl.types import user
 
 

@@ -17,8 +17,9 @@ from agentrl.models import load_model, load_tokenizer
 from agentrl.rollout.embedded import EmbeddedEngine
 from agentrl.trainer.batch import build_minibatch
 from agentrl.trainer.checkpoint import list_checkpoints
+from agentrl.trainer.collect import trainable
 from agentrl.trainer.loop import train
-from agentrl.trainer.rollouts import collect_step, trainable
+from agentrl.trainer.pipeline import collect_step
 from agentrl.trainer.sft import expert_trajectories, sft_step
 from agentrl.trainer.update import train_on_minibatch, update_config_from
 from agentrl.types import Trajectory, user
@@ -48,7 +49,15 @@ class FlakyEnv(ParityEnv):
         return super().step(action)
 
 
+class OutageEnv(ParityEnv):
+    """Every step fails (an outage outside the agent's control): every episode ends as env_error and is masked."""
+
+    def step(self, action):
+        raise ConnectionError("simulated outage: tool service unreachable")
+
+
 agentrl.register("test_parity", ParityEnv, description="test env with reward variance")
+agentrl.register("test_outage", OutageEnv, description="test env whose every step fails")
 agentrl.register("test_flaky", FlakyEnv, description="test env that crashes on some tasks")
 
 
@@ -203,6 +212,56 @@ def test_infrastructure_failures_never_reach_the_batch(tmp_path):
     assert all(trainable(t) for t in batch.trajectories)
     assert batch.metrics["rollout/masked_episodes"] == len(crashed)
     assert len(batch.advantages) == len(batch.trajectories)
+
+
+def test_a_run_of_masked_episodes_stops_loudly_and_skipped_steps_say_why(tmp_path):
+    """Guards against a broken run that "trains": when every episode is masked, each step must print as skipped
+    with the reason (not `loss +0.0000 entropy 0.000`), and after trainer.masked_window steps the run must abort
+    with the cause and the key (RunAborted is an AgentRLError: the CLI prints it as one line and exits 2)."""
+    from rich.console import Console
+
+    from agentrl.trainer.abort import RunAborted
+
+    console = Console(record=True, width=300)
+    cfg = _cfg(tmp_path, "test_outage", "trainer.steps=4", "trainer.masked_window=2",
+               "rollout.dynamic_sampling=false")
+    with pytest.raises(RunAborted) as err:
+        train(cfg, console=console)
+    msg = str(err.value)
+    assert msg.startswith("step 2: 24 of 24 episodes of the last 2 steps were masked"), msg
+    assert "env_error: ConnectionError: simulated outage" in msg and "trainer.max_masked_frac" in msg, msg
+    out = console.export_text()
+    assert out.count("SKIPPED (no trainable group: 12 of 12 episodes masked") == 2, out
+    assert "loss +0.0000" not in out
+    rows = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert [r["trainer/skipped_steps"] for r in rows] == [1.0, 1.0]
+    assert list_checkpoints(tmp_path / "run") == []  # stopped at step 2 of 4: no final checkpoint of nothing
+
+    from agentrl.plot import plot_run
+
+    assert plot_run(tmp_path / "run").stat().st_size > 0  # skipped steps are shaded, not a crash
+
+
+def test_the_masked_share_is_judged_over_the_window():
+    """Guards the abort rule itself: masked ≤ max_masked_frac over the window goes on; above it stops, naming
+    the most common detail; a run shorter than the window is judged at its last step."""
+    from agentrl.trainer.abort import MaskedEpisodeGuard, RunAborted
+    from agentrl.types import TerminationReason as TR
+
+    def episodes(masked, ok, detail="boom"):
+        return ([Trajectory(id="m", group_id="g", env_id="e", task_id="t", termination=TR.ENV_ERROR,
+                            termination_detail=detail)] * masked
+                + [Trajectory(id="o", group_id="g", env_id="e", task_id="t")] * ok)
+
+    guard = MaskedEpisodeGuard(0.5, 2, last_step=9)
+    guard.observe(0, episodes(4, 0))  # window not full yet
+    guard.observe(1, episodes(0, 4))  # 4 of 8: not above 0.5
+    with pytest.raises(RunAborted, match=r"step 3: 5 of 9 .* most common \(3×\): env_error: late"):
+        guard.observe(2, episodes(3, 0, "late") + episodes(2, 0))  # steps 1-2: 5 of 9 masked
+    short = MaskedEpisodeGuard(0.5, 3, last_step=0)
+    with pytest.raises(RunAborted, match="1 of 1 episodes of the last 1 step were masked"):
+        short.observe(0, episodes(1, 0))
+    MaskedEpisodeGuard(1.0, 1, last_step=0).observe(0, episodes(5, 0))  # 1 never aborts
 
 
 def test_resume_continues_exactly(tmp_path):

@@ -9,13 +9,7 @@ import torch
 
 from agentrl.trainer.kl import kl_estimate
 from agentrl.trainer.logprobs import token_logprobs_from_logits
-from agentrl.trainer.metrics import (
-    grad_norm,
-    mismatch_metrics,
-    rollout_capacity,
-    staleness_metrics,
-    truncation_rate,
-)
+from agentrl.trainer.metrics import Peak, merge_metrics, mismatch_metrics, staleness_metrics
 
 F64 = torch.float64
 
@@ -86,29 +80,12 @@ def test_entropy_vectors(probs, h):
     assert float(ent) == pytest.approx(h, abs=1e-6)
 
 
-def test_grad_norm_and_clip():
-    a = torch.zeros(2, dtype=F64, requires_grad=True)
-    b = torch.zeros(1, dtype=F64, requires_grad=True)
-    a.grad, b.grad = torch.tensor([3.0, 4.0], dtype=F64), torch.tensor([12.0], dtype=F64)
-    assert float(grad_norm([a, b])) == pytest.approx(13.0)
-    assert float(grad_norm([a, b], max_norm=1.0)) == pytest.approx(13.0)
-    torch.testing.assert_close(a.grad, torch.tensor([3.0, 4.0], dtype=F64) / (13 + 1e-6))
-    torch.testing.assert_close(b.grad, torch.tensor([12.0], dtype=F64) / (13 + 1e-6))
-    assert a.grad.tolist() == pytest.approx([0.230769, 0.307692], abs=1e-6)
-
-
-def test_grad_norm_does_not_clip_non_finite():
-    a = torch.zeros(2, dtype=F64, requires_grad=True)
-    a.grad = torch.tensor([float("inf"), 1.0], dtype=F64)
-    assert not torch.isfinite(grad_norm([a], max_norm=1.0))
-    assert a.grad[1] == 1.0
-
-
-def test_truncation_rate():
-    assert truncation_rate(torch.tensor([True, False, False, True])) == {"rollout/truncation_rate": 0.5}
-
-
-def test_rollout_capacity_vector():
-    # (2+3+1)·4 − (16+3) = 5, before the concurrency min
-    assert rollout_capacity(max_concurrent=100, max_staleness=2, version=3, batch_size=4, accepted=16, running=3) == 5
-    assert rollout_capacity(max_concurrent=5, max_staleness=2, version=3, batch_size=4, accepted=16, running=3) == 2
+def test_metrics_merge_as_they_declare():
+    """Guards the merge of per-group metrics: counts add up, a Peak (resample rounds) takes the maximum.
+    Summing rounds would report 5 rounds for a step whose slowest slot needed 2."""
+    parts = [{"rollout/sample_rounds": Peak(1), "rollout/zero_std_count_0": 1.0},
+             {"rollout/sample_rounds": Peak(2), "rollout/zero_std_count_0": 1.0, "pipeline/group_timeouts": 1},
+             {"rollout/sample_rounds": Peak(2)}]
+    merged = merge_metrics(parts)
+    assert merged == {"rollout/sample_rounds": 2, "rollout/zero_std_count_0": 2.0, "pipeline/group_timeouts": 1}
+    assert isinstance(merged["rollout/sample_rounds"], Peak)  # a merge of merges stays a max

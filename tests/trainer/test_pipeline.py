@@ -21,9 +21,9 @@ from agentrl.rollout.embedded import EmbeddedEngine
 from agentrl.rollout.engine import SamplingParams
 from agentrl.rollout.kv_batch import cache_kwarg, new_cache
 from agentrl.trainer.checkpoint import list_checkpoints
+from agentrl.trainer.collect import SlotRollout, task_seed
 from agentrl.trainer.loop import _train, train
 from agentrl.trainer.pipeline import RolloutPipeline, _Finished
-from agentrl.trainer.rollouts import task_seed
 from agentrl.types import Segment, Trajectory, user
 
 
@@ -46,6 +46,26 @@ class SlowToolEnv(agentrl.AgentEnv):
 
 
 agentrl.register("test_slow_tool", SlowToolEnv, description="test env with lognormal tool latency")
+
+
+class FlatOrParityEnv(agentrl.AgentEnv):
+    """One turn. Tasks in `flat` pay 0 whatever the reply (zero std: DAPO drops the group); the others pay 1 for
+    a reply with an even number of characters."""
+
+    def __init__(self, flat=()):
+        super().__init__()
+        self.flat = {int(x) for x in flat}
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.task = seed
+        return [user(f"Say anything ({int(self.np_random.integers(1000))}).")], {"task_id": str(seed)}
+
+    def step(self, action):
+        return [], 0.0 if self.task in self.flat else float(len(action) % 2 == 0), True, False, {}
+
+
+agentrl.register("test_flat_or_parity", FlatOrParityEnv, description="test env with some zero-variance tasks")
 
 
 def _cfg(tmp_path, *overrides):
@@ -117,6 +137,26 @@ def test_bucket_zero_equals_sync_mismatch_when_nothing_is_in_flight(tmp_path):
     for key in ("logprob_abs_diff", "logprob_abs_diff_max", "kl_k3", "tis_mean"):
         assert asy[f"mismatch/staleness_0/{key}"] == pytest.approx(sync[f"mismatch/{key}"], abs=1e-6), key
     assert asy["rollout/reward_mean"] == sync["rollout/reward_mean"]
+
+
+def test_sync_and_async_draw_the_same_tasks_after_a_drop(tmp_path):
+    """Guards the one seed rule: a dropped slot j is refilled with task_seed(base, step, round, j) in every mode.
+    Sync used to number the refills 0, 1, … (task_seed(base, step, round, i) over the missing count), so once
+    slot 1 (not slot 0) was dropped, sync and async trained on different tasks."""
+    flat = task_seed(0, 0, 0, 1)  # slot 1's first task has zero reward variance: it must be resampled
+    common = ("env.name=test_flat_or_parity", f"env.kwargs.flat=[{flat}]", "rollout.dynamic_sampling=true",
+              "rollout.max_resample_rounds=2", "rollout.max_turns=1", "trainer.steps=1", "rollout.max_batch_size=1")
+
+    def tasks(result):
+        rows = [json.loads(x) for x in (result.run_dir / "trajectories.jsonl").read_text().splitlines()]
+        return sorted({r["task_id"] for r in rows})
+
+    sync = train(_cfg(tmp_path / "s", *common))
+    asy = train(_cfg(tmp_path / "a", *common, "rollout.mode=async", "rollout.max_staleness=1"))
+    assert _rows(sync)[0]["rollout/sample_rounds"] >= 2, "nothing was resampled: the test would prove nothing"
+    assert str(flat) in tasks(sync) and str(task_seed(0, 0, 1, 1)) in tasks(sync)  # slot 1 refilled as slot 1
+    assert tasks(sync) == tasks(asy)
+    assert _rows(sync)[0]["rollout/groups_sampled"] == _rows(asy)[0]["rollout/groups_sampled"]
 
 
 def test_a_trajectory_spanning_a_weight_update_keeps_per_token_versions():
@@ -204,7 +244,7 @@ def test_groups_beyond_the_hard_bound_are_dropped_and_counted(tmp_path):
     async def go():
         p = RolloutPipeline(cfg, None, None, load_tokenizer("tiny"), start_step=0, end_step=4)
         fresh, stale = group(2, 0), group(1, 1)
-        chosen = [_Finished(0, 2, fresh, fresh, [1]), _Finished(1, 1, stale, stale, [2])]
+        chosen = [_Finished(0, 2, SlotRollout(fresh, fresh, [1])), _Finished(1, 1, SlotRollout(stale, stale, [2]))]
         return p._batch(chosen, version=3)
 
     batch = asyncio.run(go())

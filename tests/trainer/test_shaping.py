@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from agentrl.trainer.shaping import dynamic_sampling_filter, overlong_penalty, trajectory_lengths
+from agentrl.trainer.shaping import dynamic_sampling_filter, overlong_penalty
 
 F64 = torch.float64
 
@@ -24,14 +24,6 @@ def test_overlong_without_floor_matches_verl_areal():
 def test_overlong_rejects_bad_budget():
     with pytest.raises(ValueError, match="cache_len"):
         overlong_penalty(torch.tensor([1.0]), max_len=4, cache_len=8)
-
-
-def test_trajectory_length_counts_action_tokens_across_segments_by_default():
-    # trajectory 0 has two segments (positions 0-2 and 5-6); observations are mask 0.
-    mask = torch.tensor([1, 0, 1, 1, 1, 1, 0])
-    idx = torch.tensor([0, 0, 0, 1, 1, 0, 0])
-    assert trajectory_lengths(mask, idx, 2).tolist() == [3.0, 2.0]
-    assert trajectory_lengths(mask, idx, 2, by="context").tolist() == [5.0, 2.0]
 
 
 def _groups():
@@ -65,7 +57,7 @@ def _episode(reward: float, turns: int, format_errors: int):
 
 
 def test_format_reward_pays_for_the_share_of_well_formed_turns():
-    from agentrl.trainer.rollouts import shaped_rewards
+    from agentrl.trainer.collect import shaped_rewards
 
     group = [_episode(0.0, 3, 3), _episode(0.0, 4, 1), _episode(1.0, 2, 0), _episode(0.0, 0, 0)]
     plain = shaped_rewards(group, overlong_buffer=0, max_len=64)

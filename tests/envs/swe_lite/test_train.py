@@ -9,10 +9,13 @@ import json
 import math
 
 import pytest
+from agentrl.envs.swe_lite.env import SweLiteEnv
 
 from agentrl.config import load_config
 from agentrl.models import load_model
+from agentrl.tool_calls import FormatError, parse_tool_call
 from agentrl.trainer.loop import train
+from agentrl.types import Trajectory
 
 pytestmark = pytest.mark.slow
 
@@ -32,8 +35,13 @@ def test_one_training_step_on_swe_lite(tmp_path, docker_backend):
     rec = json.loads(result.metrics.read_text().splitlines()[-1])
     assert rec["rollout/episodes"] == 2
     assert rec["rollout/masked_episodes"] == 0, "sandbox or env failures in a plain swe_lite step"
-    assert 0.0 <= rec["rollout/format_ok_share"] <= 1.0
     assert math.isfinite(rec["actor/loss"]) and rec["trainer/version"] == 1
-    episodes = [json.loads(x) for x in (result.run_dir / "trajectories.jsonl").read_text().splitlines()]
-    assert {e["env_id"] for e in episodes} == {"agentrl/swe_lite-v0"}
+    episodes = [Trajectory.from_json(x) for x in (result.run_dir / "trajectories.jsonl").read_text().splitlines()]
+    assert {e.env_id for e in episodes} == {"agentrl/swe_lite-v0"}
+    # format_ok_share (the format reward's input) recomputed from what the model wrote, with swe_lite's own
+    # parser: a share read from the wrong counter, or turns the env never parsed, shows up here
+    assert all(e.turns for e in episodes)
+    shares = [sum(not isinstance(parse_tool_call(t.action_text, SweLiteEnv.tools, truncated=t.finish_reason == "length"),
+                                 FormatError) for t in e.turns) / len(e.turns) for e in episodes]
+    assert rec["rollout/format_ok_share"] == pytest.approx(sum(shares) / len(shares), abs=1e-9)
     load_model(str(result.checkpoint / "model"))  # the checkpoint is an HF model directory that loads

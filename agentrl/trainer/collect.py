@@ -1,9 +1,13 @@
-"""Collect one training step's groups: sample tasks, run G episodes each, apply the failure policy and
-DAPO dynamic sampling, shape rewards and compute advantages.
+"""Collect GRPO groups for training: the one routine that fills a batch slot (with resampling), the failure
+policy, DAPO dynamic sampling, reward shaping and advantages.
 
-Task seeds depend only on (base seed, step, round, slot), so a resumed run samples the same tasks as an
-uninterrupted one. Infrastructure failures (FailureAction.MASK, or RETRY still failing after the retries)
-leave the batch before baselines are computed: they never train as reward 0.
+A step's batch has B = rollout.tasks_per_step *slots*. `collect_slot` fills slot j of step s: it runs the
+group of task `task_seed(base, s, round, j)` and, when the failure policy or dynamic sampling drops it,
+reruns the slot with the next round's seed. Sync and overlapped training both fill slots through it (the
+pipeline, pipeline.py; sync is the pipeline with zero overlap), so after a drop they draw the same tasks,
+and a resumed run samples the same tasks as an uninterrupted one. Infrastructure failures
+(FailureAction.MASK, or RETRY still failing after the retries) leave the batch before baselines are
+computed: they never train as reward 0.
 """
 
 from __future__ import annotations
@@ -15,10 +19,11 @@ from dataclasses import dataclass, field
 
 import torch
 
-from agentrl.cluster import LocalRollouts, Rollouts
+from agentrl.cluster import EpisodeBackend, LocalBackend
 from agentrl.rollout.agent_loop import LoopConfig
 from agentrl.rollout.collector import summarize
 from agentrl.trainer.advantages import AdvantageConfig, compute_advantages
+from agentrl.trainer.metrics import Peak, merge_metrics
 from agentrl.trainer.shaping import dynamic_sampling_filter, overlong_penalty
 from agentrl.types import FAILURE_POLICY, FailureAction, Trajectory
 
@@ -56,14 +61,15 @@ async def run_groups(
     concurrency: int,
     expert: bool = False,
     on_episode: Callable[[int], None] | None = None,
-    rollouts: Rollouts | None = None,
+    backend: EpisodeBackend | None = None,
 ) -> list[list[Trajectory]]:
-    """One group per seed, concurrently; reports finished episodes. Episodes run on `rollouts` (the run's
-    backend) or, by default, in this process with at most `concurrency` at once."""
-    rollouts = rollouts or LocalRollouts(env_factory, engine, tokenizer, concurrency=concurrency)
+    """One group per seed, concurrently, without resampling (warm start, held-out evaluation, benchmarks);
+    reports finished episodes. Episodes run on `backend` (the run's) or, by default, in this process with at
+    most `concurrency` at once."""
+    backend = backend or LocalBackend(env_factory, engine, tokenizer, concurrency=concurrency)
 
     async def group(seed: int) -> list[Trajectory]:
-        trajs = await rollouts.collect_group(seed, group_size, cfg=loop_cfg, expert=expert)
+        trajs = await backend.collect_group(seed, group_size, cfg=loop_cfg, expert=expert)
         if on_episode is not None:
             on_episode(len(trajs))
         return trajs
@@ -148,37 +154,63 @@ def assemble_batch(
     return StepBatch(trajectories=trajs, advantages=advantages, all_trajectories=everything, seeds=seeds, metrics=metrics)
 
 
-async def collect_step(
-    cfg,
-    env_factory: Callable,
-    engine,
-    tokenizer,
-    step: int,
-    *,
-    on_episode: Callable[[int], None] | None = None,
-    rollouts: Rollouts | None = None,
-) -> StepBatch:
-    """Sample tasks for `step`, roll out groups (on `rollouts`, by default in this process), filter, resample
-    to fill the batch, compute advantages."""
+def resample_rounds(cfg) -> int:
+    """How many times a slot may be sampled: once, plus rollout.max_resample_rounds under dynamic sampling."""
     r = cfg.rollout
-    kept_groups: list[list[Trajectory]] = []
-    everything: list[Trajectory] = []
-    seeds: list[int] = []
-    metrics: dict[str, float] = {}
-    for round_ in range(1 + (r.max_resample_rounds if r.dynamic_sampling else 0)):
-        need = r.tasks_per_step - len(kept_groups)
-        if need <= 0:
+    return 1 + (r.max_resample_rounds if r.dynamic_sampling else 0)
+
+
+@dataclass
+class SlotRollout:
+    """One batch slot after resampling: its kept group (None if every round was dropped) and all it cost."""
+
+    kept: list[Trajectory] | None = None
+    everything: list[Trajectory] = field(default_factory=list)  # every episode of every round
+    seeds: list[int] = field(default_factory=list)  # the task seed of each round, in order
+    metrics: dict[str, float] = field(default_factory=dict)  # merged across slots by merge_metrics
+
+
+async def collect_slot(
+    backend: EpisodeBackend,
+    cfg,
+    step: int,
+    slot: int,
+    *,
+    timeout_s: float,
+    on_round: Callable[[], None] | None = None,
+    on_episode: Callable[[int], None] | None = None,
+) -> SlotRollout:
+    """Fill slot `slot` of `step`: round k runs the group of task_seed(base, step, k, slot) until one is kept.
+
+    on_round() is called as each round starts (the pipeline records the weights it starts under);
+    timeout_s is a backstop per round (episodes have their own deadline inside the agent loop).
+    """
+    r = cfg.rollout
+    out = SlotRollout()
+    for round_ in range(resample_rounds(cfg)):
+        if on_round is not None:
+            on_round()
+        seed = task_seed(r.seed, step, round_, slot)
+        out.seeds.append(seed)
+        out.metrics["rollout/sample_rounds"] = Peak(round_ + 1)
+        try:
+            group = await asyncio.wait_for(backend.collect_group(seed, r.group_size, cfg=loop_config(cfg)), timeout_s)
+        except TimeoutError:
+            out.metrics["pipeline/group_timeouts"] = out.metrics.get("pipeline/group_timeouts", 0) + 1
+            continue
+        if on_episode is not None:
+            on_episode(len(group))
+        out.everything += group
+        out.kept = finish_group(group, cfg, out.metrics)
+        if out.kept is not None:
             break
-        round_seeds = [task_seed(r.seed, step, round_, i) for i in range(need)]
-        seeds += round_seeds
-        groups = await run_groups(
-            env_factory, engine, tokenizer, round_seeds, group_size=r.group_size, loop_cfg=loop_config(cfg),
-            concurrency=r.concurrency, on_episode=on_episode, rollouts=rollouts,
-        )
-        for g in groups:
-            everything += g
-            kept = finish_group(g, cfg, metrics)
-            if kept is not None:
-                kept_groups.append(kept)
-        metrics["rollout/sample_rounds"] = round_ + 1
-    return assemble_batch(cfg, kept_groups[: r.tasks_per_step], everything, seeds, metrics)
+    return out
+
+
+def merge_slots(cfg, slots: list[SlotRollout], metrics: dict[str, float] | None = None) -> StepBatch:
+    """The StepBatch of a step's slots (in slot order): their metrics merged, advantages over the kept groups."""
+    merged = merge_metrics([metrics or {}, *(s.metrics for s in slots)])
+    kept = [s.kept for s in slots if s.kept is not None]
+    everything = [t for s in slots for t in s.everything]
+    seeds = [x for s in slots for x in s.seeds]
+    return assemble_batch(cfg, kept, everything, seeds, merged)
