@@ -309,10 +309,11 @@ async def _evaluate(run: Run) -> dict[str, float]:
 
 
 def _record(run: Run, step: int, batch: StepBatch) -> None:
-    """Rendered samples every trainer.sample_every steps, and every trajectory in trajectories.jsonl (lossless)."""
+    """Rendered samples every trainer.sample_every steps, the first suspicious trajectory of every step, and every trajectory in trajectories.jsonl (lossless)."""
     every = run.cfg.trainer.sample_every
     if every and step % every == 0:
         run.monitor.write_samples(step, batch.all_trajectories, run.tokenizer)
+    run.monitor.write_suspicious(step, batch.all_trajectories, run.tokenizer)
     with open(run.run_dir / "trajectories.jsonl", "a") as f:
         for t in batch.all_trajectories:
             t.metrics["train/step"] = step

@@ -103,13 +103,21 @@ class Monitor:
             for t in trajectories[:n]:
                 f.write(t.render(tokenizer, max_chars=4000))
                 f.write("\n" + "=" * 100 + "\n")
+
+    def write_suspicious(self, step: int, trajectories, tokenizer) -> Path | None:
+        """The first trajectory of the step whose grader flagged tampering, rendered with its findings.
+
+        Runs every step (not only every sample_every): the user should see the policy probing its grader."""
         suspicious = next((t for t in trajectories if (t.reward_info or {}).get("suspicious")), None)
-        if suspicious is not None:  # the policy probing its grader: show the user the first one of the step
-            info = suspicious.reward_info
-            with open(self.samples_dir / f"step_{step:06d}_suspicious.txt", "w") as f:
-                f.write(f"reward={suspicious.reward} grading_reason={info.get('grading_reason', '')!r}\n"
-                        f"findings={info.get('findings', [])}\n\npatch:\n{info.get('patch', '')}\n{'=' * 100}\n")
-                f.write(suspicious.render(tokenizer, max_chars=8000))
+        if suspicious is None:
+            return None
+        self.samples_dir.mkdir(parents=True, exist_ok=True)
+        info, path = suspicious.reward_info, self.samples_dir / f"step_{step:06d}_suspicious.txt"
+        with open(path, "w") as f:
+            f.write(f"reward={suspicious.reward} grading_reason={info.get('grading_reason', '')!r}\n"
+                    f"findings={info.get('findings', [])}\n\npatch:\n{info.get('patch', '')}\n{'=' * 100}\n")
+            f.write(suspicious.render(tokenizer, max_chars=8000))
+        return path
 
 
 def _num(v):

@@ -228,6 +228,14 @@ def test_reward_hacking_telemetry_and_suspicious_sample(tmp_path):
     m = summarize(trajs)
     assert m["rollout/suspicious_share"] == 1 / 3 and m["rollout/invalid_grading_share"] == 2 / 3
     assert "rollout/suspicious_share" not in summarize([Trajectory(id="c", group_id="g", env_id="calc", task_id="y")])
-    Monitor(tmp_path, total_steps=1, tensorboard=False).write_samples(3, trajs, None)
+    # written on every step, also when no samples are due (sample_every=0): the loop's record phase
+    from types import SimpleNamespace
+
+    from agentrl.trainer.loop import _record
+
+    run = SimpleNamespace(cfg=SimpleNamespace(trainer=SimpleNamespace(sample_every=0)), run_dir=tmp_path,
+                          monitor=Monitor(tmp_path, total_steps=1, tensorboard=False), tokenizer=None)
+    _record(run, 3, SimpleNamespace(all_trajectories=trajs))
+    assert not (tmp_path / "samples" / "step_000003.txt").exists()
     text = (tmp_path / "samples" / "step_000003_suspicious.txt").read_text()
     assert "pytest.py shadows" in text and "trajectory t1" in text
