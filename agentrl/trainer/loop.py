@@ -110,7 +110,7 @@ async def _train(cfg: Config, *, resume: str | None, init_from: str | None, cons
     from transformers.utils import logging as hf_logging
 
     from agentrl.models import load_model, load_tokenizer
-    from agentrl.registry import make
+    from agentrl.trainer.env_factory import build_env_factory
     from agentrl.trainer.sft import run_sft
 
     hf_logging.disable_progress_bar()  # our own progress display covers checkpoint writes
@@ -138,7 +138,7 @@ async def _train(cfg: Config, *, resume: str | None, init_from: str | None, cons
     warmup = max(cfg.trainer.warmup_steps, 1)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup))
     ref_model = load_model(source, dtype=cfg.model.dtype, device=cfg.model.device) if cfg.algo.kl_coef > 0 else None
-    env_factory = partial(make, cfg.env.name, **cfg.env.kwargs)
+    env_factory, close_envs = build_env_factory(cfg)  # one warm SandboxPool for the run where the env takes pool=
     ucfg = update_config_from(cfg)
     start_step, version = 0, 0
     if ckpt:
@@ -217,6 +217,7 @@ async def _train(cfg: Config, *, resume: str | None, init_from: str | None, cons
         if rollouts:
             await rollouts.close()
         await engine.close()
+        await close_envs()
     plot = _plot(run_dir, monitor)
     monitor.console.print(
         f"[bold green]done[/]: checkpoint {last_ckpt}\n      metrics {monitor.metrics_path}\n      plot {plot}"

@@ -1,0 +1,62 @@
+"""The training run's env factory: one shared SandboxPool (and curriculum) for every episode of the run.
+
+Training makes a fresh env per episode. An env that accepts `pool=` (swe_lite) then claims a warm sandbox
+from the run's pool instead of creating one cold (warm claims measured 4.5× faster than cold creates,
+bench/sandbox_exec.py), with the pool sized from rollout.concurrency: every episode in flight holds one sandbox,
+and a finished episode hands its own back before grading takes one. An env that accepts `curriculum=` and is
+configured with `level: auto` shares one curriculum, so promotions count every episode of the run.
+Ray workers build their own envs (they cannot share this process's pool), so backend=ray gets neither.
+
+    factory, close = build_env_factory(cfg)
+    try: ... factory() ...
+    finally: await close()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Awaitable, Callable
+from functools import partial
+from typing import Any
+
+from agentrl.registry import _ensure_loaded, _envs, _load, make, resolve
+
+
+def env_parameters(name: str) -> set[str]:
+    """The keyword arguments the constructor of registered env `name` accepts (empty if it cannot be read)."""
+    _ensure_loaded()
+    env_id = resolve(name)
+    entry = next(ep for gid, ep, _ in _envs.values() if gid == env_id)
+    try:
+        return set(inspect.signature(_load(entry)).parameters)
+    except (TypeError, ValueError):
+        return set()
+
+
+def build_env_factory(cfg) -> tuple[Callable[[], Any], Callable[[], Awaitable[None]]]:
+    """(factory, async close): `factory()` makes cfg.env.name with cfg.env.kwargs plus the run's shared pool
+    (and curriculum) where the env accepts them; `await close()` closes the pool's sandboxes."""
+    kwargs = dict(cfg.env.kwargs)
+    params = env_parameters(cfg.env.name)
+    local = getattr(getattr(cfg, "cluster", None), "backend", "local") != "ray"
+    pool = None
+    if local and "pool" in params and kwargs.get("pool") is None:
+        from agentrl.sandboxes import SandboxPool
+
+        n = cfg.rollout.concurrency
+        pool = SandboxPool(backend=kwargs.get("backend", "auto"), warm=n, max_concurrency=n)
+        kwargs["pool"] = pool
+    if local and "curriculum" in params and kwargs.get("level") == "auto" and kwargs.get("curriculum") is None:
+        from agentrl.envs.swe_lite.levels import Curriculum
+
+        kwargs["curriculum"] = Curriculum(0, threshold=kwargs.get("promote_at", 0.5),
+                                          window=kwargs.get("promote_window", 16))
+
+    async def close() -> None:
+        if pool is not None:
+            await asyncio.to_thread(pool.close)
+
+    factory = partial(make, cfg.env.name, **kwargs)
+    factory.pool = pool  # type: ignore[attr-defined]  # for tests and for logging its stats
+    return factory, close
