@@ -6,9 +6,9 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from agentrl.sandboxes import SandboxPool
 
 from agentrl.config import load_config
-from agentrl.sandboxes import SandboxPool
 from agentrl.trainer.env_factory import build_env_factory
 
 pytestmark = pytest.mark.docker
