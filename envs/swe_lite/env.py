@@ -86,7 +86,7 @@ class SweLiteEnv(AgentEnv):
             if not self._eligible(self.level_setting):
                 raise TaskError(f"level {level} needs tasks whose fix is a one-line edit; none of the "
                                 f"{len(self.tasks)} tasks of split {split!r} has one (use level 1)")
-        self.level = 0 if self.curriculum else self.level_setting
+        self.level = self.curriculum.level if self.curriculum else self.level_setting
         self.backend, self.pool, self.visibility = backend, pool, visibility
         self.max_steps, self.wall_clock_s, self.command_timeout_s = max_steps, wall_clock_s, command_timeout_s
         self.shaped_reward, self.grade_on_truncation = shaped_reward, grade_on_truncation
@@ -119,18 +119,18 @@ class SweLiteEnv(AgentEnv):
         self.sandbox = None
         options = options or {}
         self.level = self.curriculum.level if self.curriculum else self.level_setting
-        pool = self._eligible(self.level) or self.tasks  # auto: a level without tasks falls back to all of them
+        offered = self._eligible(self.level) or self.tasks  # auto: a level without tasks falls back to all of them
         if "instance_id" in options:
             by_id = {t.instance_id: t for t in self.tasks}
             if options["instance_id"] not in by_id:
                 raise TaskError(f"unknown instance_id {options['instance_id']!r} in this env's {len(self.tasks)} tasks")
             self.task = by_id[options["instance_id"]]
         elif "index" in options:
-            self.task = pool[int(options["index"]) % len(pool)]
+            self.task = offered[int(options["index"]) % len(offered)]
         else:
-            self.task = pool[int(self.np_random.integers(len(pool)))]
-        if self.level < self.task.difficulty:  # a named task above its level: shown at the lowest it allows
-            self.level = self.task.difficulty
+            self.task = offered[int(self.np_random.integers(len(offered)))]
+        if self.level < min(self.task.difficulty, 1):  # a named task above its level: shown at the lowest it allows
+            self.level = 1
         t0 = time.monotonic()
         self.start = t0
         self.steps = self.format_errors = self.errors_in_row = 0
@@ -146,8 +146,8 @@ class SweLiteEnv(AgentEnv):
                                                        "level": self.level}
 
     def _eligible(self, level: int) -> list[Task]:
-        """The tasks that can be shown at `level` (level 0: one-line fixes)."""
-        return [t for t in self.tasks if t.difficulty <= level]
+        """The tasks that can be shown at `level` (level 0: one-line fixes; every task from level 1 on)."""
+        return [t for t in self.tasks if min(t.difficulty, 1) <= level]
 
     def step(self, action: str) -> tuple[list[Message], float, bool, bool, dict[str, Any]]:
         """Run one tool call; submit, a dead sandbox or a budget ends the episode (graded unless infra failed)."""
