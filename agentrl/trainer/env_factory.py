@@ -15,6 +15,7 @@ Ray workers build their own envs (they cannot share this process's pool), so bac
 from __future__ import annotations
 
 import asyncio
+import atexit
 import inspect
 from collections.abc import Awaitable, Callable
 from functools import partial
@@ -46,6 +47,7 @@ def build_env_factory(cfg) -> tuple[Callable[[], Any], Callable[[], Awaitable[No
 
         n = cfg.rollout.concurrency
         pool = SandboxPool(backend=kwargs.get("backend", "auto"), warm=n, max_concurrency=n)
+        atexit.register(pool.close)  # the loop builds the factory before its try (the warm start runs there)
         kwargs["pool"] = pool
     if local and "curriculum" in params and kwargs.get("level") == "auto" and kwargs.get("curriculum") is None:
         from agentrl.envs.swe_lite.levels import Curriculum
@@ -56,6 +58,7 @@ def build_env_factory(cfg) -> tuple[Callable[[], Any], Callable[[], Awaitable[No
     async def close() -> None:
         if pool is not None:
             await asyncio.to_thread(pool.close)
+            atexit.unregister(pool.close)
 
     factory = partial(make, cfg.env.name, **kwargs)
     factory.pool = pool  # type: ignore[attr-defined]  # for tests and for logging its stats
