@@ -8,8 +8,8 @@ PY    := $(VENV)/bin/python
 setup:  ## create .venv, install torch (CPU) + agentrl[dev] + the default model, start Docker, build the sandbox image
 	@bash scripts/setup.sh
 
-demo: setup  ## the main job on the embedded defaults (CPU, default model, Docker sandboxes)
-	$(VENV)/bin/agentrl train --env swe_lite --config configs/demo.yaml
+demo: setup  ## base model → warm start → GRPO on swe_lite level 0, then a before/after table (CPU, ~20 min)
+	$(PY) scripts/demo_swe.py
 
 test: setup  ## the full suite, slow end-to-end tests included (what CI runs)
 	$(PY) -m pytest -q

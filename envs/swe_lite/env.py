@@ -10,11 +10,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agentrl.envs.swe_lite import expert, grading
+from agentrl.envs.swe_lite import expert, grading, levels
 from agentrl.envs.swe_lite.editor import Editor, SandboxFiles
 from agentrl.envs.swe_lite.grading import REPO
 from agentrl.envs.swe_lite.observation import bash_observation
-from agentrl.envs.swe_lite.tasks import Task, TaskError, load_tasks
+from agentrl.envs.swe_lite.tasks import Task, TaskError, load_any
 from agentrl.sandboxes.base import FileTooLarge
 
 from agentrl.agent_env import AgentEnv
@@ -22,26 +22,20 @@ from agentrl.errors import SandboxError
 from agentrl.tool_calls import FormatError, function_tool
 from agentrl.types import Message, tool, user
 
-BASH = function_tool("bash", "Run a bash command in a fresh subshell, cwd /workspace/repo (cd and export do not "
-                     "persist). Long output keeps its head and tail.",
-                     {"command": {"type": "string", "description": "the command, e.g. grep -n 'def ' *.py"}})
+# The system prompt with these specs is 348 tokens (SmolLM2 tokenizer; test_prompt_budget.py holds it ≤ 350).
+BASH = function_tool("bash", "Run a shell command in the repo.", {"command": {"type": "string"}})
 EDITOR = function_tool(
-    "str_replace_editor", "View, create and edit files. view shows `cat -n` output (or a directory listing); "
-    "str_replace replaces old_str, which must occur exactly once, by new_str; insert adds new_str after line "
-    "insert_line; undo_edit reverts the last edit of a file.",
-    {"command": {"type": "string", "enum": ["view", "create", "str_replace", "insert", "undo_edit"]},
-     "path": {"type": "string", "description": "path in the repo, e.g. /workspace/repo/module.py"},
-     "view_range": {"type": "array", "items": {"type": "integer"}, "description": "[start, end] lines, end -1 = EOF"},
-     "old_str": {"type": "string"}, "new_str": {"type": "string"}, "file_text": {"type": "string"},
-     "insert_line": {"type": "integer"}},
+    "str_replace_editor", "View or edit a file; old_str must occur once.",
+    {"command": {"type": "string", "enum": ["view", "str_replace", "insert", "create"]},
+     "path": {"type": "string"}, "old_str": {"type": "string"}, "new_str": {"type": "string"},
+     "insert_line": {"type": "integer"}, "file_text": {"type": "string"}},
     required=["command", "path"])
 DOWNLOAD_CAP_BYTES = 8 << 20  # the agent's repo read back at submit; more is the agent's failure (reward 0)
-SUBMIT = function_tool("submit", "Submit the repository as it is now; this ends the episode and runs the hidden tests.",
-                       {})
-SYSTEM_PROMPT = (
-    "You are a software engineer fixing a bug in the Python repository at /workspace/repo. Read the issue, find "
-    "the faulty code, fix it in the source files (do not edit the tests; hidden tests decide), check your fix, "
-    "then call submit. Each bash call runs in a fresh shell in /workspace/repo. Make one tool call per turn.")
+SUBMIT = function_tool("submit", "Hidden tests grade the fix.", {})
+SYSTEM_PROMPT = ("Fix the bug in the issue in the Python repo /workspace/repo: edit the source, not the tests, "
+                 "check the fix, then submit. One tool call per turn.")
+PROMPT_TOKENS = 348
+"""Tokens of the system message (prompt + tool specs + calling convention), SmolLM2 tokenizer."""
 
 
 class SweLiteEnv(AgentEnv):
@@ -49,7 +43,10 @@ class SweLiteEnv(AgentEnv):
 
     ## Task
     A small pure-Python repo with a planted bug and an issue text (tasks.py, data/tasks.jsonl, or your own
-    SWE-bench-style JSONL). The repo has one commit, no history and no bytecode.
+    SWE-bench-style JSONL). The repo has one commit, no history and no bytecode. The issue is shown at a
+    difficulty level (levels.py): 0 adds the faulty function's source (one-line fixes only), 1 is the issue as
+    generated, 2 the symptom only; `level="auto"` starts at 0 and promotes on the recent resolved rate.
+    The system message (prompt + tool specs) is 348 tokens with the SmolLM2 tokenizer (PROMPT_TOKENS).
     ## Actions
     One tool call per turn: `bash(command)`, `str_replace_editor(command, path, ...)`, `submit()`.
     ## Observations
@@ -62,23 +59,36 @@ class SweLiteEnv(AgentEnv):
     Terminated by submit, `max_format_errors` format errors in a row, or a dead sandbox (info["infra_error"],
     which the trainer masks). Truncated at `max_steps` or `wall_clock_s`, graded all the same by default.
     ## Arguments
-    tasks (list[Task] | path | None = shipped corpus), split, backend, pool (a SandboxPool to share),
-    visibility ("hidden" | "visible"), max_steps, wall_clock_s, command_timeout_s, shaped_reward,
+    tasks (list[Task] | path | None = shipped corpus), snapshots (folder of repo snapshots for SWE-bench-style
+    JSONL), split ("train", or names joined by commas), level (0 | 1 | 2 | "auto"), curriculum (a shared
+    levels.Curriculum for "auto"; promote_at, promote_window size a private one), backend, pool (a SandboxPool to
+    share), visibility ("hidden" | "visible"), max_steps, wall_clock_s, command_timeout_s, shaped_reward,
     grade_on_truncation, max_format_errors.
     ## Version History
-    v0: initial version.
+    v0: initial version; levels and the 348-token prompt added without a version bump (level 1 = v0's issue).
     """
 
     tools = (BASH, EDITOR, SUBMIT)
     system_prompt = SYSTEM_PROMPT
 
     def __init__(self, tasks: list[Task] | str | Path | None = None, split: str | None = "train", *,
+                 snapshots: str | Path | None = None, level: int | str = 1, curriculum: levels.Curriculum | None = None,
+                 promote_at: float = 0.5, promote_window: int = 16,
                  backend: str = "auto", pool: Any = None, visibility: str = "hidden", max_steps: int = 30,
                  wall_clock_s: float = 600.0, command_timeout_s: float = 30.0, shaped_reward: bool = False,
                  grade_on_truncation: bool = True, max_format_errors: int = 3, grade_timeout_s: float = 120.0):
-        self.tasks = tasks if isinstance(tasks, list) else load_tasks(tasks, split)
+        self.tasks = tasks if isinstance(tasks, list) else load_any(tasks, snapshots, split)
         if not self.tasks:
             raise TaskError(f"no swe_lite tasks in split {split!r}")
+        self.level_setting = levels.check_level(level)
+        if self.level_setting == levels.AUTO:
+            self.curriculum = curriculum or levels.Curriculum(0, threshold=promote_at, window=promote_window)
+        else:
+            self.curriculum = None
+            if not self._eligible(self.level_setting):
+                raise TaskError(f"level {level} needs tasks whose fix is a one-line edit; none of the "
+                                f"{len(self.tasks)} tasks of split {split!r} has one (use level 1)")
+        self.level = self.curriculum.level if self.curriculum else self.level_setting
         self.backend, self.pool, self.visibility = backend, pool, visibility
         self.max_steps, self.wall_clock_s, self.command_timeout_s = max_steps, wall_clock_s, command_timeout_s
         self.shaped_reward, self.grade_on_truncation = shaped_reward, grade_on_truncation
@@ -86,6 +96,14 @@ class SweLiteEnv(AgentEnv):
         self.task: Task | None = None
         self.sandbox = None
         self._done = True
+
+    @classmethod
+    def shared_kwargs(cls, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """What every env of one training run shares (build_env_factory): one curriculum for level=auto."""
+        if kwargs.get("level") != "auto" or kwargs.get("curriculum") is not None:
+            return {}
+        return {"curriculum": levels.Curriculum(0, threshold=kwargs.get("promote_at", 0.5),
+                                                window=kwargs.get("promote_window", 16))}
 
     # ---- sandboxes -------------------------------------------------------------------------------------
     def _acquire(self):
@@ -110,15 +128,19 @@ class SweLiteEnv(AgentEnv):
         self._release(self.sandbox)
         self.sandbox = None
         options = options or {}
+        self.level = self.curriculum.level if self.curriculum else self.level_setting
+        offered = self._eligible(self.level) or self.tasks  # auto: a level without tasks falls back to all of them
         if "instance_id" in options:
             by_id = {t.instance_id: t for t in self.tasks}
             if options["instance_id"] not in by_id:
                 raise TaskError(f"unknown instance_id {options['instance_id']!r} in this env's {len(self.tasks)} tasks")
             self.task = by_id[options["instance_id"]]
         elif "index" in options:
-            self.task = self.tasks[int(options["index"]) % len(self.tasks)]
+            self.task = offered[int(options["index"]) % len(offered)]
         else:
-            self.task = self.tasks[int(self.np_random.integers(len(self.tasks)))]
+            self.task = offered[int(self.np_random.integers(len(offered)))]
+        if self.level < min(self.task.difficulty, 1):  # a named task above its level: shown at the lowest it allows
+            self.level = 1
         t0 = time.monotonic()
         self.start = t0
         self.steps = self.format_errors = self.errors_in_row = 0
@@ -129,9 +151,13 @@ class SweLiteEnv(AgentEnv):
         grading.setup_repo(self.sandbox, self.task.snapshot(self.visibility), git=True)
         self.editor = Editor(SandboxFiles(self.sandbox, REPO), REPO)
         self.timings["reset_s"] = time.monotonic() - t0
-        prompt = (f"<issue>\n{self.task.problem_statement.strip()}\n</issue>\n\nThe repository is at {REPO}. "
-                  "Fix the issue in the source code, then call submit.")
-        return [self.system_message(), user(prompt)], {"task_id": self.task.instance_id, "split": self.task.split}
+        prompt = f"<issue>\n{levels.render(self.task, self.level)}\n</issue>\n\nFix it in {REPO}, then call submit."
+        return [self.system_message(), user(prompt)], {"task_id": self.task.instance_id, "split": self.task.split,
+                                                       "level": self.level}
+
+    def _eligible(self, level: int) -> list[Task]:
+        """The tasks that can be shown at `level` (level 0: one-line fixes; every task from level 1 on)."""
+        return [t for t in self.tasks if min(t.difficulty, 1) <= level]
 
     def step(self, action: str) -> tuple[list[Message], float, bool, bool, dict[str, Any]]:
         """Run one tool call; submit, a dead sandbox or a budget ends the episode (graded unless infra failed)."""
@@ -256,14 +282,22 @@ class SweLiteEnv(AgentEnv):
             "n_steps": self.steps, "n_format_errors": self.format_errors, "infra_error": infra_error,
             "timings": {**self.timings, "episode_s": time.monotonic() - self.start},
         }
+        self._level_outcome(self.last_info)
         return self.last_info
+
+    def _level_outcome(self, info: dict[str, Any]) -> None:
+        """Log the episode's level in its final info and count its outcome for the curriculum (infra failures and
+        the scripted expert's episodes aside: the warm start must not promote the policy)."""
+        info["level"] = self.level
+        if self.curriculum is not None and not info["infra_error"] and self._plan is None:
+            self.curriculum.record(self.level, info["resolved"])
 
     def expert_action(self) -> str | None:
         """The scripted expert's next action (view, str_replace from the gold patch, run tests, submit)."""
         if self.task is None or self._done:
             return None
         if self._plan is None:
-            self._plan = expert.plan(self.task, REPO)
+            self._plan = expert.plan(self.task, REPO, level=self.level)
         return self._plan[min(self.steps, len(self._plan) - 1)]
 
     def close(self) -> None:

@@ -40,16 +40,21 @@ def edits(buggy: str, fixed: str, max_context: int = 8) -> list[tuple[str, str]]
     raise ValueError("the gold patch needs more than 64 edits")
 
 
-def plan(task, root: str, test_cmd: str = "python3 -m pytest -q") -> list[str]:
-    """The expert's action texts for `task`, one per step: view, edits, run tests, submit."""
+def plan(task, root: str, test_cmd: str = "python3 -m pytest -q", *, level: int = 1) -> list[str]:
+    """The expert's action texts for `task`, one per step: view, edits, run tests, submit.
+
+    At level 0 the issue already quotes the faulty function, so the expert edits and submits at once (two
+    turns: the shortest demonstration, which matters when a CPU trains at ~100 tokens/s).
+    """
     buggy, fixed = task.files, task.fixed_files()
     changed = sorted(p for p in set(buggy) | set(fixed) if buggy.get(p) != fixed.get(p))
     actions = []
     for path in changed:
         full = f"{root}/{path}"
         if path in buggy and path in fixed:
-            actions.append(f"Let me look at `{path}`, where the problem seems to be.\n"
-                           + format_call("str_replace_editor", {"command": "view", "path": full}))
+            if level > 0:
+                actions.append(f"Let me look at `{path}`, where the problem seems to be.\n"
+                               + format_call("str_replace_editor", {"command": "view", "path": full}))
             for old, new in edits(buggy[path], fixed[path]):
                 actions.append("I will fix the faulty code.\n" + format_call(
                     "str_replace_editor", {"command": "str_replace", "path": full, "old_str": old, "new_str": new}))
@@ -58,6 +63,7 @@ def plan(task, root: str, test_cmd: str = "python3 -m pytest -q") -> list[str]:
                 "str_replace_editor", {"command": "create", "path": full, "file_text": fixed[path]}))
         else:
             actions.append(f"I will remove `{path}`.\n" + format_call("bash", {"command": f"rm -- {path}"}))
-    actions.append("Now I run the tests to check the fix.\n" + format_call("bash", {"command": test_cmd}))
+    if level > 0:
+        actions.append("Now I run the tests to check the fix.\n" + format_call("bash", {"command": test_cmd}))
     actions.append("The fix is done, so I submit it.\n" + format_call("submit", {}))
     return actions

@@ -57,6 +57,8 @@ class Task:
     timeout_s: int = 60
     split: str = "train"
     difficulty: int = 1
+    """The lowest level (levels.py) the task is offered at: 0 for a one-line fix, else 1. The loaders derive it
+    from the gold patch, so it means the same for the shipped corpus and for your own tasks."""
 
     def snapshot(self, visibility: str = "hidden") -> dict[str, str]:
         """The files the agent sees: without the hidden tests, or with them (`visible`, an easier curriculum)."""
@@ -107,7 +109,21 @@ def task_from_dict(d: dict[str, Any], where: str = "task") -> Task:
     kwargs.setdefault("files", {})
     if not kwargs["FAIL_TO_PASS"]:
         raise TaskError(f"{where}: FAIL_TO_PASS is empty, so nothing could tell a fix from no change")
-    return Task(**kwargs)
+    task = Task(**kwargs)
+    if task.files:
+        task.difficulty = _min_level(task, where)
+    return task
+
+
+def _min_level(task: Task, where: str) -> int:
+    from agentrl.envs.swe_lite.levels import min_level
+
+    try:
+        return min_level(task)
+    except Exception as e:  # a gold patch that does not apply is the grader's problem; it is offered from level 1
+        if task.patch.strip():
+            raise TaskError(f"{where}: the gold patch does not apply to the snapshot ({e})") from e
+        return 1
 
 
 def read_jsonl(path: str | os.PathLike) -> list[dict[str, Any]]:
@@ -126,14 +142,22 @@ def read_jsonl(path: str | os.PathLike) -> list[dict[str, Any]]:
 
 
 def load_tasks(path: str | os.PathLike | None = None, split: str | None = None) -> list[Task]:
-    """Tasks from a swe_lite JSONL file (default: the shipped corpus), optionally only one split."""
+    """Tasks from a swe_lite JSONL file (default: the shipped corpus), optionally only some splits ("dev,test")."""
     path = Path(path) if path else DEFAULT_TASKS
     tasks = [task_from_dict(r, f"{path}:{n}") for n, r in enumerate(read_jsonl(path), 1)]
-    if split is not None:
-        if split not in {t.split for t in tasks} and split not in SPLITS:
-            raise TaskError(f"unknown split {split!r}: choose one of {', '.join(SPLITS)}")
-        tasks = [t for t in tasks if t.split == split]
-    return tasks
+    return select_split(tasks, split)
+
+
+def select_split(tasks: list[Task], split: str | None) -> list[Task]:
+    """The tasks of `split` (a name, or names joined by commas); None keeps all. Unknown names raise TaskError."""
+    if split is None:
+        return tasks
+    wanted = [s.strip() for s in str(split).split(",") if s.strip()]
+    known = {t.split for t in tasks}
+    for name in wanted:
+        if name not in known and name not in SPLITS:
+            raise TaskError(f"unknown split {name!r}: choose one of {', '.join(sorted(known | set(SPLITS)))}")
+    return [t for t in tasks if t.split in wanted]
 
 
 def read_snapshot(directory: str | os.PathLike, max_file_bytes: int = 1 << 20) -> dict[str, str]:
@@ -162,7 +186,7 @@ def load_swebench(path: str | os.PathLike, snapshots: str | os.PathLike, split: 
     """
     snapshots = Path(snapshots)
     if not snapshots.is_dir():
-        raise TaskError(f"snapshot folder {snapshots} does not exist")
+        raise TaskError(f"snapshot folder {snapshots} does not exist (looked for {snapshots.resolve()})")
     tasks = []
     cache: dict[Path, dict[str, str]] = {}
     for n, record in enumerate(read_jsonl(path), 1):
@@ -179,8 +203,33 @@ def load_swebench(path: str | os.PathLike, snapshots: str | os.PathLike, split: 
         task.split = record.get("split", split)
         task.test_cmd = record.get("test_cmd") or test_cmd or TEST_CMD
         task.environment_setup_commit = task.environment_setup_commit or task.base_commit
+        task.difficulty = _min_level(task, where)
         tasks.append(task)
     return tasks
+
+
+def load_any(tasks: str | os.PathLike | None, snapshots: str | os.PathLike | None = None,
+             split: str | None = None) -> list[Task]:
+    """The env's loader: the shipped corpus, a swe_lite JSONL (records carry `files`), or SWE-bench-style JSONL
+    with repository snapshots in `snapshots` (default: a `snapshots/` folder next to the JSONL).
+
+    SWE-bench records without a `split` field belong to every split asked for (give them one to hold some out).
+    """
+    if snapshots is None:
+        path = Path(tasks) if tasks else DEFAULT_TASKS
+        records = read_jsonl(path)
+        if all(r.get("files") for r in records):
+            return select_split([task_from_dict(r, f"{path}:{n}") for n, r in enumerate(records, 1)], split)
+        guess = path.resolve().parent / "snapshots"
+        if not guess.is_dir():
+            bare = next(r.get("instance_id", f"line {n}") for n, r in enumerate(records, 1) if not r.get("files"))
+            raise TaskError(f"{path}: task {bare} has no `files`, and no snapshot folder was given: looked for "
+                            f"{guess}; pass env.kwargs.snapshots=DIR (DIR/<instance_id>/ or DIR/<owner>__<repo>/)")
+        snapshots = guess
+    if tasks is None:
+        raise TaskError("env.kwargs.snapshots needs env.kwargs.tasks (the SWE-bench-style JSONL)")
+    records = load_swebench(tasks, snapshots, split=(split or "train").split(",")[0])
+    return select_split(records, split)
 
 
 def write_tasks(tasks: list[Task], path: str | os.PathLike) -> None:

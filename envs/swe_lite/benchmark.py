@@ -1,0 +1,70 @@
+"""Held-out resolved rate of a model on swe_lite, one greedy episode per task at a given level.
+
+Used by bench/learn_swe.py and `make demo` (scripts/demo_swe.py). Unlike the loop's seeded held-out sampling,
+every eligible task of the held-out splits is run exactly once, so two models (or checkpoints) are compared
+task by task (agentrl.trainer.heldout.paired_sign_test) on the same tasks. "Resolved" is the grader's verdict
+(all hidden F2P and P2P tests pass), never a shaped reward.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+from functools import partial
+
+from agentrl.envs.swe_lite.tasks import Task, load_any
+
+from agentrl.trainer.heldout import HeldOut, wilson
+
+
+def held_out_tasks(split: str = "test", level: int = 0, limit: int | None = None, tasks=None,
+                   snapshots=None) -> list[Task]:
+    """The tasks of `split` offered at `level` (level 0: one-line fixes), in file order, at most `limit`."""
+    chosen = [t for t in load_any(tasks, snapshots, split) if t.difficulty <= level]
+    return chosen[:limit] if limit else chosen
+
+
+async def resolved_rate(cfg, engine, tokenizer, tasks: list[Task], level: int, *, concurrency: int | None = None,
+                        on_episode=None) -> HeldOut:
+    """Greedy episodes of `engine`, one per task at `level`; HeldOut keyed by task index (resolved = 1.0)."""
+    from agentrl.registry import make
+    from agentrl.rollout.collector import collect_group
+    from agentrl.trainer.rollouts import loop_config, trainable
+
+    kwargs = {**cfg.env.kwargs, **cfg.env.eval_kwargs, "level": level, "shaped_reward": False}
+    kwargs.pop("split", None)
+    kwargs.pop("curriculum", None)
+    loop_cfg = replace(loop_config(cfg), temperature=0.0, top_p=1.0, top_k=-1)
+    semaphore = asyncio.Semaphore(concurrency or cfg.rollout.concurrency)
+
+    async def one(task: Task):
+        factory = partial(make, cfg.env.name, **{**kwargs, "tasks": [task]})
+        (traj,) = await collect_group(factory, engine, tokenizer, seed=0, group_size=1, cfg=loop_cfg,
+                                      semaphore=semaphore)
+        if on_episode:
+            on_episode(1)
+        return traj
+
+    trajs = await asyncio.gather(*(one(t) for t in tasks))
+    per_task = {i: float(bool(t.reward_info.get("resolved"))) for i, t in enumerate(trajs) if trainable(t)}
+    total = sum(per_task.values())
+    low, high = wilson(total, len(per_task))
+    return HeldOut(mean=total / max(len(per_task), 1), low=low, high=high, n=len(per_task),
+                   masked=len(tasks) - len(per_task), per_task=per_task)
+
+
+def evaluate_model(cfg, model_name: str, tasks: list[Task], level: int) -> HeldOut:
+    """resolved_rate of a model (a name or a checkpoint's model directory) on its own embedded engine."""
+    from agentrl.models import load_model, load_tokenizer
+    from agentrl.rollout.embedded import EmbeddedEngine
+
+    tokenizer = load_tokenizer(model_name)
+
+    async def go():
+        engine = EmbeddedEngine(load_model(model_name), tokenizer, seed=0, max_batch_size=cfg.rollout.max_batch_size)
+        try:
+            return await resolved_rate(cfg, engine, tokenizer, tasks, level)
+        finally:
+            await engine.close()
+
+    return asyncio.run(go())
