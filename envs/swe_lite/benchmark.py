@@ -29,7 +29,7 @@ async def resolved_rate(cfg, engine, tokenizer, tasks: list[Task], level: int, *
     """Greedy episodes of `engine`, one per task at `level`; HeldOut keyed by task index (resolved = 1.0)."""
     from agentrl.registry import make
     from agentrl.rollout.collector import collect_group
-    from agentrl.trainer.rollouts import loop_config, trainable
+    from agentrl.trainer.collect import loop_config, trainable
 
     kwargs = {**cfg.env.kwargs, **cfg.env.eval_kwargs, "level": level, "shaped_reward": False}
     kwargs.pop("split", None)

@@ -100,6 +100,7 @@ def test_level_is_a_step_metric_and_auto_shares_one_curriculum_per_run():
     from types import SimpleNamespace
 
     from agentrl.envs.swe_lite.env import SweLiteEnv
+
     from agentrl.rollout.collector import summarize
     from agentrl.types import Trajectory
 
