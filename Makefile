@@ -21,7 +21,7 @@ bench: setup  ## every benchmark in bench/ (each prints ratios against a baselin
 	@for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
 loop-test:  ## run one test selection N times in a row (concurrency changes): make loop-test T="tests/x.py -k y" N=20
-	PYTHON=$(PY) bash scripts/loop_test.sh "$(T)" "$(or $(N),20)"
+	PYTHON=$(PY) bash scripts/loop_test.sh $(or $(N),20) $(T)
 
 lint:
 	$(VENV)/bin/ruff check agentrl envs sandboxes tests bench examples
