@@ -25,6 +25,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=30000, help="port (0 = any free port; SGLang's default 30000)")
     parser.add_argument("--backend", choices=("embedded", "sglang"), default="embedded",
                         help="embedded: serve here with transformers; sglang: launch a real SGLang server")
+    parser.add_argument("--api-key", default=None,
+                        help="require 'Authorization: Bearer KEY' on /generate and info endpoints (SGLang's flag)")
+    parser.add_argument("--admin-api-key", default=None,
+                        help="require this key (instead of --api-key) on control endpoints: pause, continue, "
+                             "weight updates, abort, flush (SGLang's flag)")
     g = parser.add_argument_group("embedded backend")
     g.add_argument("--dtype", default="float32", help="float32 | bfloat16 | float16")
     g.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1, ...")
@@ -54,6 +59,10 @@ def sglang_command(args: argparse.Namespace) -> list[str]:
         cmd += ["--mem-fraction-static", str(args.mem_fraction_static)]
     if args.deterministic:
         cmd += ["--enable-deterministic-inference"]
+    if args.api_key:
+        cmd += ["--api-key", args.api_key]
+    if args.admin_api_key:
+        cmd += ["--admin-api-key", args.admin_api_key]
     return cmd + shlex.split(args.sglang_args)
 
 
@@ -75,7 +84,8 @@ def run(args: argparse.Namespace) -> int:
     from agentrl.rollout.serve import serve_forever
 
     asyncio.run(serve_forever(args.model, args.host, args.port, dtype=args.dtype, device=args.device,
-                              seed=args.seed, max_batch_size=args.max_batch_size))
+                              seed=args.seed, max_batch_size=args.max_batch_size, api_key=args.api_key,
+                              admin_api_key=args.admin_api_key))
     return 0
 
 

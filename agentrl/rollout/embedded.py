@@ -7,9 +7,13 @@ join at the next step boundary (continuous batching). Control calls (pause, resu
 handled at step boundaries, so a weight update during generation applies between two tokens and every token
 records the version of the weights that produced it.
 
-Pause modes: "finish" lets running requests finish, "abort" ends them now with finish_reason "abort" and their
-partial output, "in_place" freezes them (KV cache kept) until resume. In every mode requests that have not
-started yet wait for resume, as new /generate calls do on a paused SGLang server.
+Pause modes (agentrl.rollout.engine.PAUSE_MODES, all four supported): "finish" lets running requests finish,
+"abort" ends them now with finish_reason "abort" and their partial output, "in_place" freezes them (KV cache
+kept) until resume, "retract" puts them back in the queue and drops their KV cache, so after resume their
+prompt + partial output is prefilled again with the weights then loaded (SGLang's retract). Only retract makes
+the tokens after an in-flight update exactly the new weights' samples: in_place continues on KV the old
+weights computed. In every mode requests that have not started yet wait for resume, as new /generate calls do
+on a paused SGLang server.
 """
 
 from __future__ import annotations
@@ -26,13 +30,11 @@ from typing import Any
 import torch
 
 from agentrl.errors import EngineError
-from agentrl.rollout.engine import Generation, SamplingParams
+from agentrl.rollout.engine import PAUSE_MODES, Generation, SamplingParams
 from agentrl.rollout.engine_errors import EngineClosed, EngineRequestError
 from agentrl.rollout.kv_batch import KVBatch, new_cache
 from agentrl.rollout.sampling import make_generator, params_tensors, sample, validate
 from agentrl.rollout.weights import load_state_dict_dir, load_weights
-
-PAUSE_MODES = ("finish", "abort", "in_place")
 
 
 @dataclass(eq=False)
@@ -50,6 +52,8 @@ class _Request:
     logprobs: list[float] = field(default_factory=list)
     versions: list[int] = field(default_factory=list)
     cancelled: bool = False
+    rid: str | None = None  # the caller's request id, for abort(rid)
+    retractions: int = 0
     submitted: float = field(default_factory=time.perf_counter)
 
 
@@ -107,6 +111,7 @@ class EmbeddedEngine:
         self.eos_token_ids = _eos_ids(model, tokenizer)
         self.batch_window_s = batch_window_s
         self.max_batch_size = max_batch_size
+        self.full_vocab_logprobs = False  # True: report SGLang's untruncated logprobs (see sampling.py)
         self.stats = {"prefill_tokens": 0, "decode_steps": 0, "decode_rows": 0, "batches": 0}
         self._version = 0
         self._rng = random.Random(seed)
@@ -139,10 +144,17 @@ class EmbeddedEngine:
         """Requests submitted whose result has not been delivered yet (queued, waiting out a pause, or running)."""
         return self._outstanding
 
+    @property
+    def running(self) -> int:
+        """Requests holding KV cache in the running batch (frozen ones too); 0 after pause("retract")."""
+        return len(self._rows)
+
     async def generate(
-        self, input_ids: list[int], sampling: SamplingParams, *, session_id: str | None = None
+        self, input_ids: list[int], sampling: SamplingParams, *, session_id: str | None = None,
+        rid: str | None = None,
     ) -> Generation:
-        """Sample a continuation of input_ids (session_id is accepted for API parity and ignored)."""
+        """Sample a continuation of input_ids (session_id is accepted for API parity and ignored; rid names the
+        request for abort())."""
         if self._closed:
             raise EngineClosed("the embedded engine is closed")
         validate(sampling)
@@ -152,7 +164,7 @@ class EmbeddedEngine:
             return Generation([], [], "length", [], meta=self._meta(len(input_ids), seed, "length", None, 0))
         loop = asyncio.get_running_loop()
         stop_ids = frozenset(sampling.stop_token_ids) | self.eos_token_ids
-        req = _Request(list(input_ids), sampling, seed, stop_ids, loop, loop.create_future())
+        req = _Request(list(input_ids), sampling, seed, stop_ids, loop, loop.create_future(), rid=rid)
         req.future.add_done_callback(self._on_done)
         self._outstanding += 1
         self._inbox.put(("generate", req))
@@ -182,6 +194,11 @@ class EmbeddedEngine:
     async def resume(self) -> None:
         """Admit requests again (and continue frozen ones)."""
         await self._control("resume")
+
+    async def abort(self, rid: str | None = None) -> int:
+        """End the requests whose rid starts with `rid` (every request if None) with finish_reason "abort" and
+        their partial output, as SGLang's /abort_request does; returns how many were ended."""
+        return await self._control("abort", rid)
 
     async def close(self) -> None:
         """Stop the worker; queued and running requests fail with EngineClosed."""
@@ -311,6 +328,11 @@ class EmbeddedEngine:
                 for req in self._rows:
                     self._finish(req, "abort")
                 self._batch, self._rows = None, []
+            if mode == "retract":  # back to the front of the queue; re-prefilled (current weights) on admission
+                for req in self._rows:
+                    req.retractions += 1
+                self._pending = [r for r in self._rows if not r.cancelled] + self._pending
+                self._batch, self._rows = None, []
             if mode == "finish" and self._batch is not None:
                 self._drain_waiters.append((loop, fut))
                 return _DEFERRED
@@ -318,6 +340,20 @@ class EmbeddedEngine:
         if kind == "resume":
             self._paused = None
             return None
+        if kind == "abort":
+            (prefix,) = args
+            hit = [r for r in self._rows + self._pending if prefix is None or (r.rid or "").startswith(prefix)]
+            for req in hit:
+                self._finish(req, "abort")
+            keep = [i for i, r in enumerate(self._rows) if r not in hit]
+            if len(keep) != len(self._rows):
+                self._rows = [self._rows[i] for i in keep]
+                if keep:
+                    self._batch.keep(keep)
+                else:
+                    self._batch = None
+            self._pending = [r for r in self._pending if r not in hit]
+            return len(hit)
         raise EngineError(f"unknown control message {kind!r}")
 
     def _admit(self) -> None:
@@ -328,8 +364,9 @@ class EmbeddedEngine:
         if not new:
             return
         for req in new:
-            req.generator = make_generator(req.seed, self.device)
-        batch, logits, computed = KVBatch.prefill(self.model, [r.input_ids for r in new], self.device)
+            if req.generator is None:  # a retracted request keeps its random stream
+                req.generator = make_generator(req.seed, self.device)
+        batch, logits, computed = KVBatch.prefill(self.model, [r.input_ids + r.output_ids for r in new], self.device)
         self.stats["prefill_tokens"] += computed
         self.stats["batches"] += 1
         if self._batch is None:
@@ -353,6 +390,9 @@ class EmbeddedEngine:
         chosen = self._rows[first:]
         temperature, top_k, top_p = params_tensors([r.sampling for r in chosen], self.device)
         tokens, logprobs = sample(logits, temperature, top_k, top_p, [r.generator for r in chosen])
+        if self.full_vocab_logprobs:  # SGLang's value (agentrl serve): log_softmax(logits / T), whole vocabulary
+            scale = torch.where(temperature > 0, temperature, torch.ones_like(temperature)).unsqueeze(-1)
+            logprobs = torch.log_softmax(logits.float() / scale, -1).gather(-1, tokens.unsqueeze(-1)).squeeze(-1)
         for req, tok, lp in zip(chosen, tokens.tolist(), logprobs.tolist(), strict=True):
             req.output_ids.append(tok)
             req.logprobs.append(lp)
@@ -392,6 +432,7 @@ class EmbeddedEngine:
         """Hand a finished request's Generation back to its caller."""
         meta = self._meta(len(req.input_ids), req.seed, reason, matched, req.sampling.max_new_tokens)
         meta["e2e_latency"] = time.perf_counter() - req.submitted
+        meta["num_retractions"] = req.retractions
         gen = Generation(list(req.output_ids), list(req.logprobs), reason, list(req.versions), meta=meta)
         _post(req.loop, req.future, gen)
 

@@ -11,6 +11,20 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 FinishReason = Literal["stop", "length", "abort"]
+PauseMode = Literal["finish", "abort", "in_place", "retract"]
+
+# The one table of pause modes. Every engine supports all four; SGLangClient maps them onto SGLang 0.5.23's
+# /pause_generation modes (srt/managers/io_struct.py PauseGenerationReqInput: "abort" | "retract" | "in_place").
+PAUSE_MODES: dict[str, str] = {
+    "finish": "running requests finish; new ones wait. SGLangClient pauses no server: SGLang's weight update "
+              "already waits for in-flight requests (its writer lock)",
+    "abort": "running requests end now with finish_reason abort and their partial output (on SGLang: every "
+             "client's requests)",
+    "in_place": "running requests freeze, KV cache kept; after an update they continue on KV the old weights "
+                "computed (not exact; SGLang then refuses update_weights with flush_cache: HTTP 400)",
+    "retract": "running requests go back to the queue, KV dropped; after resume prompt + partial output is "
+               "recomputed with the current weights, so every token's version is exact (in-flight updates)",
+}
 
 
 @dataclass
@@ -72,9 +86,9 @@ class Engine(Protocol):
         """Load new weights (from a state dict or an HF directory); returns the new version."""
         ...
 
-    async def pause(self, mode: Literal["abort", "finish", "in_place", "retract"] = "finish") -> None:
-        """Stop admitting requests; in-flight ones finish, end with finish_reason abort, or (in_place) freeze
-        and continue after resume() with the new weights, so one generation can span a weight update."""
+    async def pause(self, mode: PauseMode = "finish") -> None:
+        """Stop admitting requests; running ones behave per PAUSE_MODES[mode]. "retract" is the mode for an
+        in-flight weight update: one generation spans it and each token carries the version that produced it."""
         ...
 
     async def resume(self) -> None:

@@ -14,6 +14,21 @@ connection limit serves every request.
 
 Versions are integers: "default" (SGLang's launch label) is 0, numeric labels are themselves, and
 update_weights sends `weight_version=str(v)`, so labels stay numeric.
+
+Weight updates (SGLang 0.5.23 srt/managers/scheduler.py pause_generation / update_weights_from_disk, see
+reference/sglang_api.md §7-8): push_weights saves the model to a directory the servers read, pauses them with
+mode "retract" (running requests go back to the queue; after continue their prompt + partial output is
+recomputed with the new weights, so every token's weight_versions label is exact), updates every server and
+continues. pause("finish") pauses no server: SGLang's update waits for in-flight requests by itself, and mode
+abort would kill other clients' requests. A server whose update fails is taken out of routing until a later
+update reaches it (WeightSyncError says which), so no trajectory mixes versions silently.
+
+Logprobs under top-p/top-k: SGLang reports log_softmax(logits / T) over the whole vocabulary, not the
+renormalised probability of the truncated distribution it sampled from (srt/layers/sampler.py). The client
+refuses such sampling unless constructed with exact_logprobs=False.
+
+Auth: `api_key` goes to /generate and info endpoints, `admin_api_key` (if given, else api_key) to control
+endpoints, matching SGLang's --api-key / --admin-api-key.
 """
 
 from __future__ import annotations
@@ -26,17 +41,38 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import aiohttp
 
 from agentrl.errors import EngineError
-from agentrl.rollout.engine import Generation, SamplingParams
+from agentrl.rollout.engine import PAUSE_MODES, Generation, SamplingParams
 from agentrl.rollout.engine_errors import EngineRequestError, EngineUnavailable
 
 RETRY_STATUSES = {502, 503, 504}
 _TRANSIENT = (aiohttp.ClientConnectionError, asyncio.TimeoutError)
-SGLANG_PAUSE_MODES = {"abort": "abort", "in_place": "in_place", "retract": "retract"}
+# agentrl pause mode → SGLang /pause_generation mode (None: no server-side pause). See engine.PAUSE_MODES.
+SGLANG_PAUSE_MODES: dict[str, str | None] = {"finish": None, "abort": "abort", "in_place": "in_place",
+                                             "retract": "retract"}
+assert set(SGLANG_PAUSE_MODES) == set(PAUSE_MODES)
+# SGLang's ADMIN_OPTIONAL endpoints (srt/entrypoints/http_server.py): they take the admin key when one is set.
+CONTROL_PATHS = ("/pause_generation", "/continue_generation", "/update_weights_from_disk", "/abort_request",
+                 "/flush_cache")
+
+
+class WeightSyncError(EngineError):
+    """A weight update reached some servers but not all; the others are out of routing until one reaches them."""
+
+
+def truncation_problem(sampling: SamplingParams) -> str | None:
+    """Why SGLang's logprobs would not be the behaviour logprobs of this sampling (None if they are)."""
+    if sampling.temperature <= 0 or (sampling.top_p >= 1 and sampling.top_k in (-1, 0)):
+        return None
+    return (f"top_p={sampling.top_p}, top_k={sampling.top_k}: SGLang returns full-vocabulary logprobs "
+            "log_softmax(logits/T), not those of the truncated distribution it samples from, so every importance "
+            "ratio would be biased; train with rollout.top_p=1 and rollout.top_k=-1 against SGLang "
+            "(or pass exact_logprobs=False to SGLangClient when logprobs are not used for training)")
 
 
 def error_message(body: Any, fallback: str = "") -> str:
@@ -103,6 +139,8 @@ class SGLangClient:
         urls: str | Sequence[str],
         *,
         api_key: str | None = None,
+        admin_api_key: str | None = None,
+        exact_logprobs: bool = True,
         retry_deadline_s: float = 60.0,
         backoff_s: float = 0.1,
         max_backoff_s: float = 5.0,
@@ -111,14 +149,19 @@ class SGLangClient:
         max_connections: int = 512,
         max_sticky_sessions: int = 100_000,
     ):
-        """urls: base URLs such as "http://10.0.0.5:30000". retry_deadline_s bounds how long one call keeps
-        retrying transient failures; request_timeout_s bounds one HTTP attempt (generation included)."""
+        """urls: base URLs such as "http://10.0.0.5:30000". api_key / admin_api_key: SGLang's --api-key and
+        --admin-api-key (control endpoints use the admin key if given). exact_logprobs: refuse top-p/top-k
+        sampling, whose SGLang logprobs are not the behaviour logprobs. retry_deadline_s bounds how long one call
+        keeps retrying transient failures; request_timeout_s bounds one HTTP attempt (generation included)."""
         self.urls = [urls.rstrip("/")] if isinstance(urls, str) else [u.rstrip("/") for u in urls]
         if not self.urls:
             raise ValueError("SGLangClient needs at least one server URL")
         self.retry_deadline_s, self.backoff_s, self.max_backoff_s = retry_deadline_s, backoff_s, max_backoff_s
         self._timeout = aiohttp.ClientTimeout(total=request_timeout_s, sock_connect=connect_timeout_s)
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        admin = admin_api_key or api_key
+        self._admin_headers = {"Authorization": f"Bearer {admin}"} if admin else {}
+        self.exact_logprobs = exact_logprobs
         self._max_connections = max_connections
         self._max_sticky = max_sticky_sessions
         self._session: aiohttp.ClientSession | None = None
@@ -129,6 +172,8 @@ class SGLangClient:
         self._turn = 0
         self._version = 0
         self._paused = False
+        self._server_paused = False  # True between a server-side /pause_generation and /continue_generation
+        self._lagging: dict[str, int] = {}  # servers whose last update failed → the version they still serve
 
     # ---- Engine protocol ----
 
@@ -146,6 +191,8 @@ class SGLangClient:
         self, input_ids: list[int], sampling: SamplingParams, *, session_id: str | None = None
     ) -> Generation:
         """POST /generate on the routed server; retries transient failures until the deadline."""
+        if self.exact_logprobs and (problem := truncation_problem(sampling)):
+            raise EngineRequestError(problem)
         while self._paused:  # pause() holds new requests here, as a paused SGLang server would
             await asyncio.sleep(0.02)
         params = {**sampling.to_sglang(), "skip_special_tokens": False, "no_stop_trim": True}
@@ -191,25 +238,66 @@ class SGLangClient:
             )
         new = int(version) if version is not None else self._version + 1
         payload = {"model_path": str(path), "weight_version": str(new)}
-        await self._all("/update_weights_from_disk", payload)
+        results = await self._all("/update_weights_from_disk", payload, return_exceptions=True)
+        failed = {u: r for u, r in zip(self.urls, results, strict=True) if isinstance(r, BaseException)}
+        for url in self.urls:
+            if url in failed:
+                self._lagging.setdefault(url, self._version)
+            else:
+                self._lagging.pop(url, None)
+        if len(failed) == len(self.urls):
+            raise next(iter(failed.values()))
         self._version = new
+        if failed:
+            raise WeightSyncError(
+                f"weight version {new} reached {len(self.urls) - len(failed)} of {len(self.urls)} servers; "
+                + "; ".join(f"{u} failed ({e}) and stays out of routing until an update reaches it"
+                            for u, e in failed.items())
+            )
         return new
 
+    async def push_weights(self, model: Any, *, version: int, staging_dir: str | Path) -> None:
+        """Make `model`'s weights the servers' version `version`: save_pretrained to staging_dir (a directory the
+        servers can read), then, unless already paused, retract running requests, update every server and
+        continue; generations in flight resume on the new weights with exact per-token versions."""
+        staging_dir = Path(staging_dir)
+        await asyncio.to_thread(model.save_pretrained, staging_dir, safe_serialization=True)
+        if self._paused:
+            await self.update_weights(path=str(staging_dir), version=version)
+            return
+        await self.pause("retract")
+        try:
+            await self.update_weights(path=str(staging_dir), version=version)
+        finally:
+            await self.resume()
+
     async def pause(self, mode: str = "finish") -> None:
-        """Hold new requests. finish: wait for this client's requests, then pause the servers (mode abort, which
-        then aborts nothing of ours); abort / in_place / retract: SGLang's /pause_generation with that mode."""
-        if mode != "finish" and mode not in SGLANG_PAUSE_MODES:
-            raise EngineRequestError(f"unknown pause mode {mode!r}; use finish, abort, in_place or retract")
+        """Hold new requests; running ones behave per engine.PAUSE_MODES[mode]. finish waits for this client's
+        requests and pauses no server; abort / in_place / retract are SGLang's /pause_generation modes."""
+        if mode not in SGLANG_PAUSE_MODES:
+            raise EngineRequestError(f"unknown pause mode {mode!r}; use one of {', '.join(SGLANG_PAUSE_MODES)}")
         self._paused = True
-        if mode == "finish":
+        server_mode = SGLANG_PAUSE_MODES[mode]
+        if server_mode is None:
             while self.in_flight:
                 await asyncio.sleep(0.02)
-        await self._all("/pause_generation", {"mode": SGLANG_PAUSE_MODES.get(mode, "abort")})
+            return
+        self._server_paused = True
+        await self._all("/pause_generation", {"mode": server_mode})
 
     async def resume(self) -> None:
-        """/continue_generation on every server, then release held requests."""
-        await self._all("/continue_generation", {})
-        self._paused = False
+        """/continue_generation on every server (if pause paused them), then release held requests."""
+        try:
+            if self._server_paused:
+                await self._all("/continue_generation", {})
+                self._server_paused = False
+        finally:
+            self._paused = False
+
+    async def abort(self, rid: str | None = None) -> None:
+        """/abort_request on every server: requests whose rid starts with rid (all, if None) end with
+        finish_reason abort and their partial output."""
+        await self._all("/abort_request", {"abort_all": True} if rid is None else {"rid": rid})
 
     async def close(self) -> None:
         """Close the shared HTTP session."""
@@ -253,7 +341,8 @@ class SGLangClient:
     def _route(self, session_id: str | None) -> str:
         """Sticky server of session_id if it is up, else the up server with the fewest requests in flight."""
         now = time.monotonic()
-        up = [u for u in self.urls if self._down_until[u] <= now] or self.urls
+        synced = [u for u in self.urls if u not in self._lagging] or self.urls
+        up = [u for u in synced if self._down_until[u] <= now] or synced
         if session_id is not None and self._sticky.get(session_id) in up:
             self._sticky.move_to_end(session_id)
             return self._sticky[session_id]
@@ -271,16 +360,17 @@ class SGLangClient:
         loop = asyncio.get_running_loop()
         if self._session is None or self._session.closed or self._session_loop is not loop:
             connector = aiohttp.TCPConnector(limit=self._max_connections, limit_per_host=self._max_connections)
-            self._session = aiohttp.ClientSession(connector=connector, timeout=self._timeout, headers=self._headers)
+            self._session = aiohttp.ClientSession(connector=connector, timeout=self._timeout)
             self._session_loop = loop
         return self._session
 
     async def _request(self, method: str, url: str, path: str, payload: Any, *, text: bool = False) -> Any:
         """One HTTP call; raises _Retryable (connection, 502-504) or EngineRequestError/EngineError."""
         session = self._get_session()
+        headers = self._admin_headers if path.split("?")[0] in CONTROL_PATHS else self._headers
         self._in_flight[url] += 1
         try:
-            async with session.request(method, url + path, json=payload) as resp:
+            async with session.request(method, url + path, json=payload, headers=headers) as resp:
                 raw = await resp.text()
                 status = resp.status
         except _TRANSIENT as e:
@@ -301,8 +391,9 @@ class SGLangClient:
             raise EngineRequestError(message, status=status, url=url + path)
         raise EngineError(f"{url}{path}: HTTP {status}: {message}")
 
-    async def _all(self, path: str, payload: Any) -> list[Any]:
-        """POST payload to path on every server (retrying transient failures); all must succeed."""
+    async def _all(self, path: str, payload: Any, *, return_exceptions: bool = False) -> list[Any]:
+        """POST payload to path on every server (retrying transient failures); all must succeed, unless
+        return_exceptions (then each failure is returned in its server's place)."""
         async def one(url: str) -> Any:
             deadline, delay = time.monotonic() + self.retry_deadline_s, self.backoff_s
             while True:
@@ -314,7 +405,7 @@ class SGLangClient:
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, self.max_backoff_s)
 
-        return await asyncio.gather(*(one(u) for u in self.urls))
+        return await asyncio.gather(*(one(u) for u in self.urls), return_exceptions=return_exceptions)
 
 
 class _Retryable(Exception):

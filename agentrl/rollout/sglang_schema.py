@@ -9,6 +9,7 @@ Errors come back in SGLang's own envelopes (reference/sglang_api.md §2), becaus
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,8 +77,27 @@ def _is_int(x: Any) -> bool:
     return isinstance(x, int) and not isinstance(x, bool)
 
 
+def _json_kind(value: Any) -> str:
+    """How serde names a JSON value in its "invalid type" errors."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"boolean `{str(value).lower()}`"
+    if isinstance(value, int):
+        return f"integer `{value}`"
+    if isinstance(value, float):
+        return f"floating point `{value}`"
+    if isinstance(value, str):
+        return f"string {json.dumps(value)}"
+    return "sequence" if isinstance(value, list) else "map"
+
+
+_EXPECTED = {(int,): "an integer", (int, float): "a number", (bool,): "a boolean"}
+
+
 def _check_type(key: str, value: Any) -> None:
-    """Shape-2 error if value has the wrong JSON type for key."""
+    """Shape-1 error if value has the wrong JSON type for key: SGLang 0.5.23's contract check (api/v1/api_types.py
+    via http_server.py) answers {"error": "invalid type: …"} for a bad type inside sampling_params."""
     ok = True
     if key in _TYPES and value is not None:
         types = _TYPES[key]
@@ -87,7 +107,9 @@ def _check_type(key: str, value: Any) -> None:
     elif key == "stop_token_ids":
         ok = value is None or (isinstance(value, list) and all(_is_int(t) for t in value))
     if not ok:
-        raise SchemaError(2, f"1 validation error for GenerateReqInput\nsampling_params.{key}\n  invalid type: {value!r}")
+        expected = _EXPECTED.get(_TYPES.get(key, ()), "a string or a list of strings" if key == "stop"
+                                 else "a list of integers")
+        raise SchemaError(1, f"invalid type: {_json_kind(value)}, expected {expected} at `sampling_params.{key}`")
 
 
 def parse_sampling(raw: Any) -> tuple[SamplingParams, bool, bool]:
@@ -152,11 +174,44 @@ def parse_generate(body: Any) -> tuple[list[GenerateItem], bool, bool]:
         raise SchemaError(3, f"batch of {n} requests needs as many sampling_params and rids")
     if any(r is not None and not isinstance(r, str) for r in rids):
         raise SchemaError(2, "rid must be a string")
+    for key, kinds in _TOP_LEVEL_TYPES.items():  # pydantic-side checks of GenerateReqInput → shape 2
+        value = body.get(key)
+        if value is not None and not all(isinstance(v, kinds) for v in (value if isinstance(value, list) else [value])):
+            raise SchemaError(2, f"1 validation error for GenerateReqInput\n{key}\n  Input should be a valid "
+                                 f"{kinds[0].__name__}, got {_json_kind(value)}")
     items = []
     for row, t, raw, rid in zip(rows, texts, params, rids, strict=True):
         sp, skip, no_trim = parse_sampling(raw)
         items.append(GenerateItem(row, t, sp, rid, skip, no_trim))
     return items, batch, bool(body.get("return_logprob", False))
+
+
+_TOP_LEVEL_TYPES: dict[str, tuple[type, ...]] = {"return_logprob": (bool,), "stream": (bool,)}
+
+# UpdateWeightFromDiskReqInput (SGLang 0.5.23 srt/managers/io_struct.py): field → (types, default).
+UPDATE_FROM_DISK_FIELDS: dict[str, tuple[tuple[type, ...], Any]] = {
+    "model_path": ((str,), None), "load_format": ((str,), None), "abort_all_requests": ((bool,), False),
+    "weight_version": ((str,), None), "is_async": ((bool,), False), "torch_empty_cache": ((bool,), False),
+    "keep_pause": ((bool,), False), "recapture_cuda_graph": ((bool,), False), "token_step": ((int,), 0),
+    "flush_cache": ((bool,), True), "manifest": ((dict,), None),
+}
+
+
+def parse_update_from_disk(body: Any) -> dict[str, Any]:
+    """An /update_weights_from_disk body → every field with its default; shape-2 errors like pydantic's."""
+    if not isinstance(body, dict):
+        raise SchemaError(2, "request body must be a JSON object")
+    if not isinstance(body.get("model_path"), str):
+        raise SchemaError(2, "1 validation error for UpdateWeightFromDiskReqInput\nmodel_path\n  Field required")
+    out = {}
+    for key, (kinds, default) in UPDATE_FROM_DISK_FIELDS.items():
+        value = body.get(key, default)
+        wrong = isinstance(value, bool) and bool not in kinds
+        if value is not None and (wrong or not isinstance(value, kinds)):
+            raise SchemaError(2, f"1 validation error for UpdateWeightFromDiskReqInput\n{key}\n  Input should be "
+                                 f"a valid {kinds[0].__name__}, got {_json_kind(value)}")
+        out[key] = value
+    return out
 
 
 def version_spans(versions: list[int]) -> list[dict[str, Any]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import copy
 import re
 
 import aiohttp
@@ -68,7 +69,9 @@ UNKNOWN = "unknown field `max_tokens`, expected one of " + ", ".join(f"`{k}`" fo
     [
         ({"input_ids": [1, 2], "sampling_params": {"max_tokens": 3}}, 1, UNKNOWN),
         ({"input_ids": [1, 2], "sampling_params": {"seed": 3}}, 1, "unknown field `seed`"),
-        ({"input_ids": [1, 2], "sampling_params": {"max_new_tokens": "3"}}, 2, "sampling_params.max_new_tokens"),
+        ({"input_ids": [1, 2], "sampling_params": {"max_new_tokens": "3"}}, 1,
+         'invalid type: string "3", expected an integer at `sampling_params.max_new_tokens`'),
+        ({"input_ids": [1, 2], "return_logprob": "yes"}, 2, "return_logprob"),
         ({"input_ids": "hello"}, 2, "input_ids must be a list of integers"),
         ({"sampling_params": {}}, 2, "Either text, input_ids or input_embeds should be provided."),
         (None, 2, "JSON decode error"),
@@ -79,7 +82,7 @@ UNKNOWN = "unknown field `max_tokens`, expected one of " + ", ".join(f"`{k}`" fo
         ({"input_ids": [1, 2], "sampling_params": {"max_new_tokens": 99999}}, 3, "maximum context length"),
         ({"input_ids": [1, 2], "stream": True}, 3, "stream=true is not supported"),
     ],
-    ids=["unknown-key", "vllm-seed", "wrong-type", "ids-not-list", "no-input", "bad-json", "neg-temp", "top-p",
+    ids=["unknown-key", "vllm-seed", "wrong-type-in-sampling", "wrong-type-top-level", "ids-not-list", "no-input", "bad-json", "neg-temp", "top-p",
          "empty-ids", "n", "too-long", "stream"],
 )
 def test_malformed_requests_get_sglang_shaped_400s(engine, body, shape, needle):
@@ -183,3 +186,160 @@ def test_sglang_backend_fails_clearly_without_sglang(capsys):
         serve_cmd.run(_parse("--backend", "sglang", "--model", "smollm2-135m-instruct"))
     with pytest.raises(AgentRLError, match="'tiny' test model has no weights on disk"):
         serve_cmd.run(_parse("--backend", "sglang", "--model", "tiny", "--print-only"))
+
+
+def _long(prompt, n=200, seed=3):
+    return {"input_ids": prompt, "return_logprob": True, "sampling_params": {"max_new_tokens": n, "sampling_seed": seed}}
+
+
+async def _decoding(engine, steps=3):
+    """Yield until engine has run `steps` decode steps (a condition, not a timing)."""
+    start = engine.stats["decode_steps"]
+    while engine.stats["decode_steps"] < start + steps:
+        await asyncio.sleep(0.005)
+
+
+def test_in_place_pause_then_update_with_flush_is_refused_like_sglang(fresh_engine, prompts, tmp_path):
+    """Guards issue 18 item 1: SGLang 0.5.23 loads the weights, cannot flush the cache while an in_place-paused
+    request holds KV, and answers 400 without moving the label; serve must too, or tests cannot catch it."""
+    fresh_engine.eos_token_ids = frozenset()
+    fresh_engine.model.save_pretrained(tmp_path)
+
+    async def go(url):
+        task = asyncio.create_task(_call(url, "POST", "/generate", _long(prompts[0])))
+        await _decoding(fresh_engine)
+        await _call(url, "POST", "/pause_generation", {"mode": "in_place"})
+        refused = await _call(url, "POST", "/update_weights_from_disk", {"model_path": str(tmp_path),
+                                                                         "weight_version": "1"})
+        info = await _call(url, "GET", "/model_info")
+        unflushed = await _call(url, "POST", "/update_weights_from_disk", {"model_path": str(tmp_path),
+                                                                           "weight_version": "1", "flush_cache": False})
+        await _call(url, "POST", "/continue_generation", {})
+        return refused, info, unflushed, await task
+
+    refused, info, unflushed, (status, out) = _run_served(fresh_engine, go)
+    assert refused[0] == 400 and refused[1]["success"] is False
+    assert refused[1]["message"].startswith("Weights were updated, but the cache was not flushed")
+    assert info[1]["weight_version"] == "0"
+    assert unflushed[0] == 200 and unflushed[1]["success"] is True
+    assert status == 200 and out["meta_info"]["finish_reason"]["type"] == "length"
+
+
+def test_retract_pause_recomputes_running_requests_with_the_new_weights(fresh_engine, prompts, tmp_path):
+    """Guards retract: the running request goes back to the queue, the update (with flush) succeeds, and after
+    continue its tokens carry the new version and are exactly the new weights' logprobs (full recompute)."""
+    import torch
+
+    fresh_engine.eos_token_ids = frozenset()
+    new = copy.deepcopy(fresh_engine.model)
+    with torch.no_grad():
+        for p in new.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+    new.save_pretrained(tmp_path)
+    old = copy.deepcopy(fresh_engine.model)
+
+    async def go(url):
+        task = asyncio.create_task(_call(url, "POST", "/generate", _long(prompts[0], 40)))
+        await _decoding(fresh_engine)
+        paused = await _call(url, "POST", "/pause_generation", {"mode": "retract"})
+        running = fresh_engine.running
+        ok = await _call(url, "POST", "/update_weights_from_disk", {"model_path": str(tmp_path), "weight_version": "1"})
+        await _call(url, "POST", "/continue_generation", {})
+        return paused, running, ok, await task
+
+    paused, running, ok, (status, out) = _run_served(fresh_engine, go)
+    assert paused[0] == 200 and running == 0 and ok[0] == 200 and ok[1]["success"] is True
+    spans = out["meta_info"]["weight_versions"]
+    assert [s["version"] for s in spans] == ["0", "1"] and spans[1]["end"] == 40
+    k, ids = spans[0]["end"], out["output_ids"]
+    lps = torch.tensor([t[0] for t in out["meta_info"]["output_token_logprobs"]])
+    with torch.no_grad():
+        full = torch.tensor([prompts[0] + ids])
+        want = [torch.log_softmax(m(full).logits[0, len(prompts[0]) - 1 : -1].float(), -1)
+                .gather(1, torch.tensor(ids)[:, None])[:, 0] for m in (old, new)]
+    torch.testing.assert_close(lps[:k], want[0][:k], atol=1e-3, rtol=0)
+    torch.testing.assert_close(lps[k:], want[1][k:], atol=1e-3, rtol=0)
+
+
+def test_abort_request_by_rid_and_abort_all_return_partial_output(fresh_engine, prompts):
+    fresh_engine.eos_token_ids = frozenset()
+
+    async def go(url):
+        a = asyncio.create_task(_call(url, "POST", "/generate", {**_long(prompts[0], 500), "rid": "traj-a-t0"}))
+        b = asyncio.create_task(_call(url, "POST", "/generate", {**_long(prompts[1], 500), "rid": "traj-b-t0"}))
+        await _decoding(fresh_engine)
+        one = await _call(url, "POST", "/abort_request", {"rid": "traj-a"})  # prefix, as SGLang
+        unknown = await _call(url, "POST", "/abort_request", {"rid": "nobody"})
+        first = await a
+        assert not b.done()
+        everything = await _call(url, "POST", "/abort_request", {"abort_all": True})
+        return one, unknown, everything, first, await b
+
+    one, unknown, everything, (sa, a), (sb, b) = _run_served(fresh_engine, go)
+    assert one == unknown == everything == (200, None)  # 200, empty body
+    for status, out in ((sa, a), (sb, b)):
+        assert status == 200 and out["meta_info"]["finish_reason"]["type"] == "abort"
+        assert 0 < len(out["output_ids"]) < 500
+    assert a["meta_info"]["id"] == "traj-a-t0"
+
+
+def test_one_string_rid_for_a_batch_expands_to_rid_index(engine, prompts):
+    body = {"rid": "grp", "input_ids": prompts[:3], "sampling_params": {"temperature": 0, "max_new_tokens": 2}}
+    status, out = _run_served(engine, lambda url: _call(url, "POST", "/generate", body))
+    assert status == 200 and [o["meta_info"]["id"] for o in out] == ["grp_0", "grp_1", "grp_2"]
+
+
+def test_api_key_and_admin_api_key_guard_endpoints_like_sglang(engine, prompts):
+    async def go(url):
+        async def call(path, key=None, body=None, method="POST"):
+            headers = {"Authorization": f"Bearer {key}"} if key else {}
+            async with aiohttp.ClientSession(headers=headers) as s, s.request(method, url + path, json=body) as r:
+                return r.status
+        gen = {"input_ids": prompts[0], "sampling_params": {"max_new_tokens": 1}}
+        return {
+            "health": await call("/health", method="GET"),
+            "gen_nokey": await call("/generate", body=gen), "gen_key": await call("/generate", "user", gen),
+            "info_key": await call("/model_info", "user", method="GET"),
+            "pause_user": await call("/pause_generation", "user", {"mode": "retract"}),
+            "pause_admin": await call("/pause_generation", "admin", {"mode": "retract"}),
+            "continue_admin": await call("/continue_generation", "admin", {}),
+        }
+
+    async def main():
+        async with served(engine, api_key="user", admin_api_key="admin") as url:
+            return await go(url)
+
+    r = asyncio.run(main())
+    assert r == {"health": 200, "gen_nokey": 401, "gen_key": 200, "info_key": 200, "pause_user": 401,
+                 "pause_admin": 200, "continue_admin": 200}
+
+
+def test_ready_and_server_info_aliases(fresh_engine):
+    async def go(url):
+        ready = await _call(url, "GET", "/ready")
+        await _call(url, "POST", "/pause_generation", {"mode": "retract"})
+        paused = await _call(url, "GET", "/ready")
+        health = await _call(url, "GET", "/health")
+        await _call(url, "POST", "/continue_generation", {})
+        return ready, paused, health, await _call(url, "GET", "/get_server_info"), await _call(url, "GET", "/server_info")
+
+    ready, paused, health, old_name, info = _run_served(fresh_engine, go)
+    assert ready[0] == 200 and paused[0] == 503 and health[0] == 503
+    assert old_name == info and info[1]["context_length"] == fresh_engine.max_context
+
+
+def test_logprobs_under_top_k_are_full_vocabulary_like_sglang(fresh_engine, prompts):
+    """Guards issue 18 item 3 on the server side: SGLang reports log_softmax(logits / T) over the whole
+    vocabulary even when top-k/top-p truncate the distribution it samples from; serve must report the same."""
+    import torch
+
+    body = {"input_ids": prompts[0], "return_logprob": True,
+            "sampling_params": {"temperature": 0.7, "top_k": 5, "top_p": 0.8, "max_new_tokens": 6,
+                                "sampling_seed": 4}}
+    status, out = _run_served(fresh_engine, lambda url: _call(url, "POST", "/generate", body))
+    ids = out["output_ids"]
+    with torch.no_grad():
+        logits = fresh_engine.model(torch.tensor([prompts[0] + ids])).logits[0, len(prompts[0]) - 1 : -1].float()
+    want = torch.log_softmax(logits / 0.7, -1).gather(1, torch.tensor(ids)[:, None])[:, 0]
+    got = torch.tensor([t[0] for t in out["meta_info"]["output_token_logprobs"]])
+    torch.testing.assert_close(got, want, atol=1e-4, rtol=0)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import re
 import socket
 import time
@@ -13,7 +14,13 @@ import torch
 
 from agentrl.rollout.engine import Engine, SamplingParams
 from agentrl.rollout.engine_errors import EngineRequestError, EngineUnavailable
-from agentrl.rollout.sglang_client import SGLangClient, error_message, parse_generate_response, version_number
+from agentrl.rollout.sglang_client import (
+    SGLangClient,
+    WeightSyncError,
+    error_message,
+    parse_generate_response,
+    version_number,
+)
 
 from .engine_fixtures import engine, fresh_engine, greedy, prompts, served, server_process  # noqa: F401
 
@@ -121,7 +128,7 @@ def test_pause_abort_returns_partial_output_on_http_200(fresh_engine, prompts):
     assert len(later.output_ids) == 2
 
 
-def test_weight_update_and_in_place_pause_give_per_token_versions(fresh_engine, prompts, tmp_path):
+def test_weight_update_and_a_pause_give_per_token_versions(fresh_engine, prompts, tmp_path):
     fresh_engine.model.save_pretrained(tmp_path)
 
     async def go():
@@ -193,3 +200,149 @@ def test_server_killed_mid_request_fails_fast_or_fails_over(server_process, engi
     waited, gen, live_url = asyncio.run(go())
     assert waited < 6.0, "the client must give up at its retry deadline, not hang"
     assert gen.meta["url"] == live_url and len(gen.output_ids) == 3
+
+
+def hold_forward_until_paused(engine, n: int) -> list[int]:
+    """Make engine's worker wait inside its n-th model forward until a pause message is queued, so a weight update
+    lands after exactly n forwards (n tokens of a lone request); returns the forward counter."""
+    import threading
+
+    queued, calls, put = threading.Event(), [0], engine._inbox.put
+
+    def put_and_signal(item, *args, **kwargs):
+        put(item, *args, **kwargs)
+        if item[0] == "pause":
+            queued.set()
+
+    def hold(module, args, kwargs):  # on the worker thread
+        calls[0] += 1
+        if calls[0] == n:
+            assert queued.wait(120), "the pause never arrived"
+
+    engine._inbox.put = put_and_signal
+    engine.model.register_forward_pre_hook(hold, with_kwargs=True)
+    return calls
+
+
+def test_finish_pause_never_aborts_another_clients_requests(fresh_engine, prompts, tmp_path):
+    """Guards issue 18 item 2: pause("finish") used to send mode abort, killing every client's requests on the
+    server. Now it pauses no server; the update (SGLang's writer lock) waits for the other client's request."""
+    fresh_engine.eos_token_ids = frozenset()
+    fresh_engine.model.save_pretrained(tmp_path)
+
+    async def go():
+        async with served(fresh_engine) as url:
+            mine, other = SGLangClient(url), SGLangClient(url)
+            try:
+                calls = hold_forward_until_paused(fresh_engine, 4)  # their request is mid-generation at any pause
+                theirs = asyncio.create_task(other.generate(prompts[0], SamplingParams(max_new_tokens=40, seed=1)))
+                while calls[0] < 4:
+                    await asyncio.sleep(0.01)
+                await mine.pause("finish")
+                await mine.update_weights(path=str(tmp_path), version=1)
+                await mine.resume()
+                return await theirs
+            finally:
+                await mine.close()
+                await other.close()
+
+    gen = asyncio.run(go())
+    assert gen.finish_reason == "length" and len(gen.output_ids) == 40 and gen.versions == [0] * 40
+
+
+def test_push_weights_mid_generation_gives_exact_per_token_versions(fresh_engine, prompts, tmp_path):
+    """The agreed interface: push_weights(model, version=, staging_dir=) saves the model and updates the servers
+    with running requests retracted; a generation spanning it switches version once and every token after the
+    switch is the new weights' logprob (recomputed over the whole sequence)."""
+    fresh_engine.eos_token_ids = frozenset()
+    old = copy.deepcopy(fresh_engine.model)
+    new = copy.deepcopy(fresh_engine.model)
+    with torch.no_grad():
+        for p in new.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+
+    async def go():
+        async with served(fresh_engine) as url:
+            client = SGLangClient(url)
+            try:
+                calls = hold_forward_until_paused(fresh_engine, 5)
+                task = asyncio.create_task(client.generate(prompts[0], SamplingParams(max_new_tokens=40, seed=5)))
+                while calls[0] < 5:  # the worker now waits inside its 5th forward for the pause (no timing)
+                    await asyncio.sleep(0.01)
+                await client.push_weights(new, version=1, staging_dir=tmp_path / "staging")
+                return await task, client.version
+            finally:
+                await client.close()
+
+    gen, version = asyncio.run(go())
+    assert version == 1 and (tmp_path / "staging" / "config.json").is_file()
+    k = 5
+    assert gen.versions == [0] * k + [1] * (40 - k)
+    ids = torch.tensor([prompts[0] + gen.output_ids])
+    with torch.no_grad():
+        want = [torch.log_softmax(m(ids).logits[0, len(prompts[0]) - 1 : -1].float(), -1)
+                .gather(1, torch.tensor(gen.output_ids)[:, None])[:, 0] for m in (old, new)]
+    got = torch.tensor(gen.logprobs)
+    torch.testing.assert_close(got[:k], want[0][:k], atol=1e-3, rtol=0)
+    torch.testing.assert_close(got[k:], want[1][k:], atol=1e-3, rtol=0)
+
+
+def test_partial_multi_server_update_is_reported_and_the_lagging_server_leaves_routing(engine, prompts, tmp_path):
+    """Guards issue 18 item 4: an update that fails on one server must not leave it serving the old version
+    unnoticed. The failed server (here: it demands an admin key this client lacks) stays out of routing until
+    an update reaches it."""
+    engine.model.save_pretrained(tmp_path)
+
+    async def go():
+        async with served(engine) as a, served(engine, admin_api_key="other") as b:
+            client = SGLangClient([a, b])
+            try:
+                with pytest.raises(WeightSyncError, match=re.escape(f"reached 1 of 2 servers; {b}")):
+                    await client.update_weights(path=str(tmp_path), version=0)
+                urls = [(await client.generate(prompts[0], greedy(1))).meta["url"] for _ in range(4)]
+                return urls, a
+            finally:
+                await client.close()
+
+    urls, a = asyncio.run(go())
+    assert urls == [a] * 4
+
+
+def test_truncated_sampling_is_refused_for_exact_logprobs(engine, prompts):
+    """Guards issue 18 item 3: SGLang's logprobs under top-p/top-k are full-vocabulary values, not the
+    behaviour logprobs; the client refuses such requests (before any HTTP) unless told logprobs are not used."""
+    async def go():
+        async with served(engine) as url:
+            strict, lax = SGLangClient(url), SGLangClient(url, exact_logprobs=False)
+            try:
+                with pytest.raises(EngineRequestError, match=re.escape("train with rollout.top_p=1 and rollout.top_k=-1")):
+                    await strict.generate(prompts[0], SamplingParams(top_p=0.9, max_new_tokens=2))
+                with pytest.raises(EngineRequestError, match="top_k=20"):
+                    await strict.generate(prompts[0], SamplingParams(top_k=20, max_new_tokens=2))
+                greedy_ok = await strict.generate(prompts[0], greedy(2, top_k=20))
+                return greedy_ok, await lax.generate(prompts[0], SamplingParams(top_p=0.9, max_new_tokens=2))
+            finally:
+                await strict.close()
+                await lax.close()
+
+    greedy_ok, lax = asyncio.run(go())
+    assert len(greedy_ok.output_ids) == len(lax.output_ids) == 2
+
+
+def test_admin_key_goes_to_control_endpoints_and_api_key_to_generate(fresh_engine, prompts):
+    async def go():
+        async with served(fresh_engine, api_key="user", admin_api_key="admin") as url:
+            good = SGLangClient(url, api_key="user", admin_api_key="admin")
+            one_key = SGLangClient(url, api_key="user")
+            try:
+                gen = await good.generate(prompts[0], greedy(2))
+                await good.pause("retract")
+                await good.resume()
+                with pytest.raises(EngineRequestError, match="HTTP 401"):
+                    await one_key.pause("retract")
+                return gen
+            finally:
+                await good.close()
+                await one_key.close()
+
+    assert len(asyncio.run(go()).output_ids) == 2

@@ -272,3 +272,69 @@ def test_one_step_off_through_sglang_client_updates_weights_in_flight(tmp_path):
     for r in rows:
         if r.get("mismatch/staleness_0/token_frac", 0) > 0:
             assert r["mismatch/staleness_0/logprob_abs_diff_max"] < 1e-3, r
+
+
+def test_in_flight_sync_labels_every_token_with_the_weights_that_produced_it(tmp_path):
+    """Guards the version-label race of issue 18 (staleness-0 tokens 0.09-0.12 off their recompute under load).
+    Root cause: sync_in_flight paused in_place, so a generation that straddled the update continued on KV cache
+    the old weights had computed while its tokens were labelled with the new version. The race only needed an
+    update to land mid-generation (likelier on a loaded machine); here it is forced: the engine's worker stops
+    inside its 6th forward until the pause message is queued, so the update lands after exactly 6 tokens. Every
+    token labelled v must then equal a full recompute with weights v (retract: re-prefill after resume)."""
+    from agentrl.rollout.serve import start_server
+    from agentrl.rollout.sglang_client import SGLangClient
+
+    tok = load_tokenizer("tiny")
+    old = load_model("tiny").eval()
+    new = load_model("tiny").eval()
+    torch.manual_seed(0)
+    with torch.no_grad():
+        for p in new.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+    new.save_pretrained(tmp_path / "w1", safe_serialization=True)
+    prompt = tok("hello there")["input_ids"]
+    engine = EmbeddedEngine(load_model("tiny"), tok, seed=0, max_batch_size=1)
+    engine.eos_token_ids = frozenset()  # never stop early: the generation must outlive the update
+    pause_queued, calls = threading.Event(), [0]
+
+    put = engine._inbox.put
+
+    def put_and_signal(item, *args, **kwargs):  # the worker reads this queue: signal once the pause is in it
+        put(item, *args, **kwargs)
+        if item[0] == "pause":
+            pause_queued.set()
+
+    def hold_sixth_forward(module, args, kwargs):  # runs on the engine's worker thread
+        calls[0] += 1
+        if calls[0] == 6:
+            assert pause_queued.wait(60), "the pause never arrived"
+
+    engine._inbox.put = put_and_signal
+    engine.model.register_forward_pre_hook(hold_sixth_forward, with_kwargs=True)
+    pipeline = RolloutPipeline(_cfg(tmp_path), None, None, tok, start_step=0, end_step=1, timeout_s=60)
+
+    async def go():
+        runner, url = await start_server(engine)
+        client = SGLangClient(url)
+        pipeline.engine = client
+        try:
+            task = asyncio.create_task(client.generate(prompt, SamplingParams(max_new_tokens=30, seed=1)))
+            while calls[0] < 6:  # yields to the server until the worker sits in its 6th forward (no timing)
+                await asyncio.sleep(0.01)
+            await pipeline.sync_in_flight(lambda: client.update_weights(path=str(tmp_path / "w1"), version=1))
+            return await asyncio.wait_for(task, 120)
+        finally:
+            await client.close()
+            await runner.cleanup()
+            await engine.close()
+
+    gen = asyncio.run(go())
+    assert gen.versions == [0] * 6 + [1] * 24
+    out = gen.output_ids
+    with torch.no_grad():
+        ids = torch.tensor([prompt + out])
+        want = [torch.log_softmax(m(ids).logits[0, len(prompt) - 1 : -1].float(), -1)
+                .gather(1, torch.tensor(out)[:, None])[:, 0] for m in (old, new)]
+    got = torch.tensor(gen.logprobs)
+    torch.testing.assert_close(got[:6], want[0][:6], atol=1e-3, rtol=0)
+    torch.testing.assert_close(got[6:], want[1][6:], atol=1e-3, rtol=0)
