@@ -237,6 +237,12 @@ class Config(_Section):
             )
         if self.rollout.engine == "sglang" and not self.rollout.urls:
             problems.append("rollout.engine=sglang needs rollout.urls (e.g. rollout.urls=[http://host:30000])")
+        r = self.rollout
+        if r.engine == "sglang" and self.trainer.steps > 0 and (r.top_p < 1 or r.top_k not in (-1, 0)):
+            problems.append(  # SGLang 0.5.23 returns log_softmax(logits/T) over the full vocabulary (issue 18)
+                f"rollout.top_p={r.top_p} / rollout.top_k={r.top_k} with rollout.engine=sglang: SGLang reports "
+                "full-vocabulary logprobs, not those of the truncated distribution it samples, which would bias "
+                "every importance ratio (train with rollout.top_p=1 and rollout.top_k=-1)")
         for key in ("geo_band", "seq_band", "mis_band"):
             lo, hi = getattr(self.algo, key)
             if not 0 < lo <= 1 <= hi:

@@ -111,6 +111,10 @@ def test_the_local_backend_does_not_import_ray():
     (["rollout.urls=[http://127.0.0.1:30000]"], "rollout.urls is used only by rollout.engine=sglang"),
     (["trainer.eval_every=2"], "trainer.eval_every=2 evaluates nothing with trainer.eval_episodes=0"),
     (["cluster.num_workers=4"], "cluster.num_workers is used only by cluster.backend=ray"),
+    (["rollout.engine=sglang", "rollout.urls=[http://127.0.0.1:30000]", "rollout.top_p=0.9"],
+     "rollout.top_p=0.9 / rollout.top_k=-1 with rollout.engine=sglang: SGLang reports full-vocabulary logprobs"),
+    (["rollout.engine=sglang", "rollout.urls=[http://127.0.0.1:30000]", "rollout.top_k=20"],
+     "rollout.top_k=20 with rollout.engine=sglang"),
 ])
 def test_settings_the_run_would_ignore_are_refused_at_load(overrides, message):
     """Guards silent no-ops: a setting that the chosen mode never reads (a staleness bound without overlap, SGLang
@@ -123,6 +127,7 @@ def test_settings_the_run_would_ignore_are_refused_at_load(overrides, message):
 def test_the_same_settings_pass_where_they_are_read():
     load_config(None, overrides=["rollout.mode=async", "rollout.max_staleness=3", "rollout.drop_staleness=3"])
     load_config(None, overrides=["rollout.engine=sglang", "rollout.urls=[http://127.0.0.1:30000]"])
+    load_config(None, overrides=["rollout.top_p=0.9", "rollout.top_k=20"])  # the embedded engine's logprobs are exact
     load_config(None, overrides=["trainer.eval_every=2", "trainer.eval_episodes=4"])
 
 

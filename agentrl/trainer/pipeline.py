@@ -20,8 +20,9 @@ Consumption, with u = the synced step count when the ticket's last round started
 Either way a token is at most η versions behind when trained on (v_cur − v_t ≤ steps since u ≤ η).
 rollout.drop_staleness is an optional hard bound: groups beyond it are dropped at consumption and counted.
 
-In overlapped modes weight updates happen in flight (sync_in_flight): pause("in_place") → update →
-resume, so episodes continue and every token keeps the version that produced it (sync has nothing in
+In overlapped modes weight updates happen in flight (sync_in_flight): pause("retract") → update →
+resume, so episodes continue (running requests are re-prefilled with the new weights) and every token keeps
+the version of the weights that produced it (sync has nothing in
 flight and pushes directly). The finished queue is bounded by admission, every await has a deadline, and
 close() cancels and awaits every ticket.
 """

@@ -254,7 +254,7 @@ def test_groups_beyond_the_hard_bound_are_dropped_and_counted(tmp_path):
 
 
 def test_one_step_off_through_sglang_client_updates_weights_in_flight(tmp_path):
-    """Guards the SGLang path of in-flight updates: /pause_generation in_place → /update_weights_from_disk →
+    """Guards the SGLang path of in-flight updates: /pause_generation retract → /update_weights_from_disk →
     /continue_generation while the next step's groups are generating. A lost update would leave tokens more
     than one version behind; a wrong label would put stale tokens in bucket 0 and blow up its floor."""
     from agentrl.rollout.serve import spawn_server
