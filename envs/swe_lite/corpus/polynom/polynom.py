@@ -84,5 +84,6 @@ def divide(a, b):
         factor = remainder[-1] / b[-1]
         quotient[shift] = factor
         scaled = [0] * shift + [factor * c for c in b]
-        remainder = trim([r - s for r, s in zip(remainder, scaled)][:-1])
+        remainder = [r - s for r, s in zip(remainder, scaled)]
+        remainder = trim(remainder[:-1])
     return trim(quotient), remainder

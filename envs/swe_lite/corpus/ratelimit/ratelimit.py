@@ -49,21 +49,22 @@ class SlidingWindow:
         self.events = []
 
     def _expire(self, now):
+        """Drop the events that left the window; returns the live ones."""
         while self.events and self.events[0] <= now - self.window:
             self.events.pop(0)
+        return self.events
 
     def allow(self, now):
         """Record an event at `now` if under the limit; True when allowed."""
-        self._expire(now)
-        if len(self.events) >= self.limit:
+        live = self._expire(now)
+        if len(live) >= self.limit:
             return False
-        self.events.append(now)
+        live.append(now)
         return True
 
     def remaining(self, now):
         """How many more events the window accepts at `now`."""
-        self._expire(now)
-        return self.limit - len(self.events)
+        return self.limit - len(self._expire(now))
 
 
 def simulate(limiter, times):
