@@ -1,7 +1,9 @@
 """Regenerate data/tasks.jsonl from the corpus: seeded mutation, validation in the sandbox image, hidden tests.
 
-    python -m agentrl.envs.swe_lite.generate --seed 0                 # writes envs/swe_lite/data/tasks.jsonl
+    python -m agentrl.envs.swe_lite.generate                          # writes envs/swe_lite/data/tasks.jsonl
     python -m agentrl.envs.swe_lite.generate --modules rle --check     # compare one module with the shipped file
+    python -m agentrl.envs.swe_lite.generate --check                   # regenerate everything and compare
+    python -m agentrl.envs.swe_lite.generate --self-check              # grade every shipped task: gold / empty
 
 Per module (each with its own RNG, seeded by (seed, module), so any subset regenerates identically):
 1. run the full suite on the original in the sandbox: every test must pass;
@@ -10,7 +12,22 @@ Per module (each with its own RNG, seeded by (seed, module), so any subset regen
    outcome on a second run, and a new (function, operator) pair and diff;
 3. move the failing tests into tests/test_<module>_hidden.py (the test_patch); the visible file keeps the rest;
 4. re-check the final layout: buggy + hidden tests fails every F2P and passes every P2P; gold passes all.
-Splits are by module, so test tasks never share code with train tasks.
+
+Splits are by module and a property of the module alone: `split_of(module, seed)` hashes (seed, name) into
+100 buckets (test < 20 <= dev < 35 <= train), so every task of a module lands in the same split, and adding
+modules to the corpus never moves an existing module to another split (a test module stays held out).
+
+Each task's `mutation` record says where the bug is (what difficulty levels and statements build on):
+    operator   the mutate.py operator (flip_compare, remove_guard, ...)
+    file       the mutated file, e.g. "lru.py"
+    function   qualified name of the enclosing function, also for internal ones ("LRUCache._touch", "_pop2")
+    target     "<file>::<function>" (kept for older readers)
+    lineno     first changed line of the original file (1-based)
+    lines      [first, last] changed lines of the original file (1-based, inclusive)
+    original   the original text of those lines (no trailing newline)
+    mutated    the text that replaced them in the buggy file ("" when the mutation deleted them)
+    seed       the generation seed
+`Task.difficulty` is 1 when the mutation touches one line (the fix is a one-line edit), else 2.
 """
 
 from __future__ import annotations
@@ -32,8 +49,10 @@ from agentrl.envs.swe_lite.tasks import DEFAULT_TASKS, TEST_CMD, Task, load_task
 CORPUS = Path(__file__).parent / "corpus"
 GENERATOR_VERSION = "1"
 PYTEST_INI = "[pytest]\npythonpath = .\n"
-SPLIT_SIZES = {"test": 3, "dev": 3}  # the remaining modules are train
+SPLIT_BUCKETS = (("test", 20), ("dev", 35), ("train", 100))  # hash bucket (0..99) below the bound -> split
 MAX_F2P = 5
+PER_MODULE = 8  # tasks kept per module at most
+MAX_TRIES = 120  # candidates looked at per module at most
 VALIDATION_CPU_S = 10  # the suites need < 1 CPU second; a mutant past this loops forever and is dropped
 VALIDATION_TIMEOUT_S = 120  # wall-clock backstop only (a busy machine must not change which mutants pass)
 
@@ -51,14 +70,15 @@ def module_files(module: str) -> dict[str, str]:
             "pytest.ini": PYTEST_INI}
 
 
+def split_of(module: str, seed: int = 0) -> str:
+    """The split of a corpus module: a hash of (seed, name) alone, so other modules never move it."""
+    bucket = int(hashlib.sha256(f"{seed}:{module}".encode()).hexdigest(), 16) % 100
+    return next(name for name, bound in SPLIT_BUCKETS if bucket < bound)
+
+
 def assign_splits(modules: list[str], seed: int) -> dict[str, str]:
-    """module -> split, by a seeded shuffle of all corpus modules."""
-    order = sorted(modules)
-    random.Random(f"{seed}:splits").shuffle(order)
-    splits = {}
-    for i, module in enumerate(order):
-        splits[module] = "test" if i < SPLIT_SIZES["test"] else "dev" if i < sum(SPLIT_SIZES.values()) else "train"
-    return splits
+    """module -> split for every module (each module in exactly one split)."""
+    return {module: split_of(module, seed) for module in sorted(modules)}
 
 
 def split_tests(test_source: str, names: set[str]) -> tuple[str, str]:
@@ -100,7 +120,8 @@ def statuses(run: SuiteRun) -> dict[str, str]:
 class Generator:
     """Validates mutants of one module after another in one sandbox (reset between modules)."""
 
-    def __init__(self, sandbox, seed: int, per_module: int = 3, max_tries: int = 60, log=print) -> None:
+    def __init__(self, sandbox, seed: int, per_module: int = PER_MODULE, max_tries: int = MAX_TRIES,
+                 log=print) -> None:
         self.sandbox, self.seed, self.per_module, self.max_tries, self.log = sandbox, seed, per_module, max_tries, log
 
     def _run(self, files: dict[str, str], ids: list[str] | None = None) -> SuiteRun:
@@ -166,13 +187,15 @@ class Generator:
         statement = problem_statement(original[test_path], first.split("::")[1], failures[first].text or
                                       failures[first].message, module, public_names(original[f"{module}.py"]), rng)
         first_line, last_line = mutate.changed_lines(original[f"{module}.py"], m)
+        before, after = mutate.changed_text(original[f"{module}.py"], mutant, first_line, last_line)
         task = Task(
             instance_id=f"swelite__{module}-{n:04d}", repo=f"swe_lite/{module}", base_commit=tree_id(buggy),
             problem_statement=statement, patch=make_diff(buggy, fixed),
             test_patch=make_diff(buggy, {**buggy, hidden_path: hidden}), FAIL_TO_PASS=f2p, PASS_TO_PASS=p2p,
             files=buggy, version=GENERATOR_VERSION,
-            mutation={"operator": m.operator, "target": f"{module}.py::{m.function}", "lineno": first_line,
-                      "seed": self.seed},
+            mutation={"operator": m.operator, "file": f"{module}.py", "function": m.function,
+                      "target": f"{module}.py::{m.function}", "lineno": first_line, "lines": [first_line, last_line],
+                      "original": before, "mutated": after, "seed": self.seed},
             split=split, difficulty=1 if first_line == last_line else 2)
         task.environment_setup_commit = task.base_commit
         return task
@@ -193,17 +216,22 @@ class Generator:
         return None
 
 
-def generate(sandbox, seed: int = 0, modules: list[str] | None = None, per_module: int = 3, log=print) -> list[Task]:
-    """Tasks for `modules` (default: the whole corpus), validated in `sandbox`, in module order."""
+def generate(sandbox, seed: int = 0, modules: list[str] | None = None, per_module: int = PER_MODULE,
+             log=print) -> list[Task]:
+    """Tasks for `modules` (default: the whole corpus), validated in `sandbox`, in corpus (sorted) order
+    whatever the order of `modules`, so a subset compares line for line with the shipped file."""
     every = corpus_modules()
     splits = assign_splits(every, seed)
     gen = Generator(sandbox, seed, per_module=per_module, log=log)
     tasks: list[Task] = []
-    for module in modules or every:
-        if module not in every:
-            raise SystemExit(f"unknown corpus module {module!r}; known: {', '.join(every)}")
+    unknown = [m for m in modules or [] if m not in every]
+    if unknown:
+        raise SystemExit(f"unknown corpus module(s) {', '.join(unknown)}; known: {', '.join(every)}")
+    for module in [m for m in every if not modules or m in modules]:  # corpus order, as in the shipped file
         start = time.monotonic()
         found = gen.module_tasks(module, splits[module])
+        if any(t.split != split_of(module, seed) for t in found):
+            raise RuntimeError(f"{module}: a task left the module's split")
         for task in found:
             problem = gen.check_layout(task)
             if problem:
@@ -213,19 +241,66 @@ def generate(sandbox, seed: int = 0, modules: list[str] | None = None, per_modul
     return tasks
 
 
+def self_check_sample(tasks: list[Task], per_module: int = 1) -> list[Task]:
+    """A deterministic sample: the first `per_module` tasks of every module (what CI checks)."""
+    taken: dict[str, int] = {}
+    sample = []
+    for task in tasks:
+        if taken.get(task.repo, 0) < per_module:
+            sample.append(task)
+            taken[task.repo] = taken.get(task.repo, 0) + 1
+    return sample
+
+
+def self_check(sandbox, tasks: list[Task], log=print) -> list[str]:
+    """Problems found grading `tasks` as shipped: the gold patch must resolve (every F2P and P2P test passes);
+    the empty patch must fail every F2P test and pass every P2P test; base_commit must be the tree id."""
+    from agentrl.envs.swe_lite.grading import grade
+
+    problems = []
+    for task in tasks:
+        mine = []
+        if task.base_commit != task.tree_id():
+            mine.append(f"{task.instance_id}: base_commit is not the tree id of files")
+        fixed = task.fixed_files()
+        gold = grade(sandbox, task, changes={p: t for p, t in fixed.items() if task.files.get(p) != t})
+        if not gold.resolved:
+            mine.append(f"{task.instance_id}: gold patch does not resolve: {gold.reason} {gold.statuses}")
+        empty = grade(sandbox, task, changes={})
+        passing = [t for t in task.FAIL_TO_PASS if empty.statuses.get(t) in ("passed", "xfailed")]
+        if not empty.valid or passing or empty.p2p != 1.0:
+            mine.append(f"{task.instance_id}: empty patch: valid={empty.valid} passing F2P={passing} p2p={empty.p2p}")
+        log(f"{task.instance_id:<28} {'FAIL' if mine else 'ok'}")
+        problems += mine
+    return problems
+
+
 def main(argv: list[str] | None = None) -> int:
     """CLI: regenerate (or --check) the shipped tasks file."""
     ap = argparse.ArgumentParser(prog="python -m agentrl.envs.swe_lite.generate", description=__doc__.split("\n")[0])
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--modules", nargs="*", help="only these corpus modules (default: all)")
-    ap.add_argument("--per-module", type=int, default=3)
+    ap.add_argument("--per-module", type=int, default=PER_MODULE)
     ap.add_argument("--out", default=str(DEFAULT_TASKS))
     ap.add_argument("--backend", default="docker", help="sandbox backend: docker (the image grading uses) | bwrap | local")
     ap.add_argument("--check", action="store_true", help="compare with the tasks file instead of writing it")
+    ap.add_argument("--self-check", action="store_true",
+                    help="grade the tasks file (gold resolves, empty patch fails F2P, P2P passes on both); "
+                         "with --modules only those modules, with --sample N the first N tasks of each module")
+    ap.add_argument("--sample", type=int, default=0, help="with --self-check: tasks per module (0 = all)")
     args = ap.parse_args(argv)
     from agentrl.sandboxes import open_sandbox
 
     start = time.monotonic()
+    if args.self_check:
+        shipped = [t for t in load_tasks(args.out) if not args.modules or t.repo.split("/")[-1] in args.modules]
+        chosen = self_check_sample(shipped, args.sample) if args.sample else shipped
+        with open_sandbox(args.backend) as sb:
+            problems = self_check(sb, chosen)
+        print("\n".join(problems))
+        print(f"{'OK' if not problems else 'FAILED'}: {len(chosen)} tasks self-checked, {len(problems)} problems "
+              f"({time.monotonic() - start:.0f}s)")
+        return 0 if not problems else 1
     with open_sandbox(args.backend) as sb:
         tasks = generate(sb, args.seed, args.modules, args.per_module)
     lines = [t.to_json() for t in tasks]
@@ -241,7 +316,6 @@ def main(argv: list[str] | None = None) -> int:
     counts = {s: sum(t.split == s for t in tasks) for s in ("train", "dev", "test")}
     print(f"wrote {len(tasks)} tasks to {args.out} {counts} in {elapsed:.0f}s")
     return 0
-
 
 
 if __name__ == "__main__":

@@ -190,3 +190,13 @@ def changed_lines(source: str, mutation: Mutation) -> tuple[int, int]:
     first = source.count("\n", 0, mutation.start) + 1
     last = source.count("\n", 0, max(mutation.end - 1, mutation.start)) + 1
     return first, last
+
+
+def changed_text(source: str, mutant: str, first: int, last: int) -> tuple[str, str]:
+    """(original text of lines first..last, the text that replaced them in `mutant`), without the final newline.
+
+    The mutant's span is the same lines shifted by the change in line count, so a deleted line gives "".
+    """
+    before, after = source.splitlines(), mutant.splitlines()
+    shift = len(after) - len(before)
+    return "\n".join(before[first - 1:last]), "\n".join(after[first - 1:last + shift])

@@ -48,3 +48,26 @@ def test_candidates_are_deterministic_for_every_corpus_module():
         src = module_files(module)[f"{module}.py"]
         first, second = mutate.candidates(src), mutate.candidates(src)
         assert first == second and len(first) >= 20, module
+
+
+def test_changed_text_gives_the_original_and_mutated_lines():
+    by_op = {}
+    for m in mutate.candidates(SOURCE):
+        by_op.setdefault(m.operator, m)
+    guard = by_op["remove_guard"]
+    first, last = mutate.changed_lines(SOURCE, guard)
+    assert (first, last) == (4, 5)
+    assert mutate.changed_text(SOURCE, guard.apply(SOURCE), first, last) == ("    if x < lo:\n        return lo", "")
+    swap = by_op["swap_stmts"]
+    first, last = mutate.changed_lines(SOURCE, swap)
+    assert mutate.changed_text(SOURCE, swap.apply(SOURCE), first, last) == (
+        "    total = x + 1\n    total += 2", "    total += 2\n    total = x + 1")
+    flip = next(m for m in mutate.candidates(SOURCE) if m.operator == "flip_boolop")
+    first, last = mutate.changed_lines(SOURCE, flip)
+    assert mutate.changed_text(SOURCE, flip.apply(SOURCE), first, last) == (
+        "    if x > hi and lo <= hi:", "    if x > hi or lo <= hi:")
+
+
+def test_internal_functions_are_named_with_their_class():
+    src = "class A:\n    def _hidden(self, x):\n        return x + 1\n\n\ndef _helper(y):\n    return y - 1\n"
+    assert {m.function for m in mutate.candidates(src)} == {"A._hidden", "_helper"}

@@ -11,14 +11,25 @@ from agentrl.envs.swe_lite.tasks import TaskError, load_swebench, load_tasks, ta
 
 
 def test_shipped_corpus_shape(tasks):
-    assert len(tasks) >= 40
+    assert len(tasks) >= 200
     splits = {s: [t for t in tasks if t.split == s] for s in ("train", "dev", "test")}
     assert all(splits.values()), {s: len(v) for s, v in splits.items()}
     modules = {s: {t.repo for t in v} for s, v in splits.items()}
     assert not (modules["train"] & modules["test"]) and not (modules["train"] & modules["dev"])
     assert not (modules["dev"] & modules["test"]), "splits must be by module"
     assert len({t.instance_id for t in tasks}) == len(tasks)
-    assert len({t.repo for t in tasks}) >= 12
+    assert len({t.repo for t in tasks}) >= 30
+
+
+def test_no_module_appears_in_two_splits(tasks):
+    """Splits are by module: a module's code is never both trained on and held out."""
+    split_of_repo: dict[str, set[str]] = {}
+    for t in tasks:
+        split_of_repo.setdefault(t.repo, set()).add(t.split)
+    mixed = {repo: sorted(s) for repo, s in split_of_repo.items() if len(s) > 1}
+    assert not mixed, f"modules in more than one split: {mixed}"
+    per_split = {s: sum(t.split == s for t in tasks) for s in ("train", "dev", "test")}
+    assert per_split["test"] >= 30 and per_split["dev"] >= 20, per_split
 
 
 def test_tasks_hide_fail_to_pass_tests_and_never_name_them(tasks):
