@@ -77,7 +77,7 @@ def fix_site(task) -> FixSite | None:
     added = tuple(line for _, _, _, j1, j2 in ops for line in b[j1:j2])
     lines = tuple(sorted({n + 1 for _, i1, i2, _, _ in ops for n in (range(i1, i2) if i2 > i1 else [max(i1 - 1, 0)])}))
     qualname, start, end = "", lines[0], lines[-1]
-    hint = str(task.mutation.get("qualname") or task.mutation.get("target", "")).split("::")[-1]
+    hint = str(task.mutation.get("function") or task.mutation.get("target", "")).split("::")[-1]
     try:
         funcs = list(_functions(ast.parse(buggy[path])))
     except SyntaxError:
