@@ -110,10 +110,16 @@ def check_level(level) -> int | str:
 
 
 def _called(code: str) -> str | None:
-    """The last function or method an inline code span calls (`Account(1).withdraw(-5)` → `withdraw`)."""
+    """The last function or method an inline code span calls (`Account(1).withdraw(-5)` → `withdraw`; also in an
+    assignment or a statement: `cache = make(("a", 1))` → `make`)."""
     try:
-        tree = ast.parse(code.strip(), mode="eval")
+        tree = ast.parse(code.strip(), mode="exec")
     except SyntaxError:
+        return None
+    if len(tree.body) != 1 or not isinstance(tree.body[0], ast.Expr | ast.Assign | ast.AnnAssign | ast.AugAssign):
+        return None
+    tree = tree.body[0].value
+    if tree is None:
         return None
     calls = [n.func for n in ast.walk(tree) if isinstance(n, ast.Call)]
     names = [f.attr if isinstance(f, ast.Attribute) else f.id for f in calls if isinstance(f, ast.Attribute | ast.Name)]
