@@ -123,3 +123,33 @@ def microbatches(mb: MiniBatch, token_budget: int) -> list[MicroBatch]:
             )
         )
     return out
+
+
+def slice_trajectories(mb: MiniBatch, lo: int, hi: int) -> tuple[MiniBatch, int, int]:
+    """Trajectories lo..hi-1 of mb as a MiniBatch of their own, with the [start, end) flat positions it spans.
+
+    Trajectories are contiguous in the flat layout (build_minibatch writes them in order), so a PPO mini-batch
+    of whole trajectories is a slice: per-token tensors computed over the whole batch (π_old, correction
+    weights) are sliced with [start, end), never recomputed.
+    """
+    start = int(torch.searchsorted(mb.traj_index, lo))
+    end = int(torch.searchsorted(mb.traj_index, hi))
+    part = MiniBatch(
+        input_ids=mb.input_ids[start:end],
+        targets=mb.targets[start:end],
+        loss_mask=mb.loss_mask[start:end],
+        behaviour_logprobs=mb.behaviour_logprobs[start:end],
+        versions=mb.versions[start:end],
+        traj_index=mb.traj_index[start:end] - lo,
+        advantages=mb.advantages[start:end],
+        segment_bounds=[(s - start, e - start) for s, e in mb.segment_bounds if s >= start and e <= end],
+        num_trajectories=hi - lo,
+    )
+    return part, start, end
+
+
+def trajectory_local(mb: MiniBatch, micros: list[MicroBatch]) -> bool:
+    """True if no trajectory spans two micro-batches (then trajectory-wide statistics are micro-batch-local)."""
+    return all(
+        int(mb.traj_index[m.end - 1]) != int(mb.traj_index[m.end]) for m in micros if m.end < mb.num_tokens
+    )

@@ -43,7 +43,7 @@ from agentrl.trainer.heldout import evaluate
 from agentrl.trainer.monitor import Monitor
 from agentrl.trainer.pipeline import RolloutPipeline
 from agentrl.trainer.rollouts import collect_step
-from agentrl.trainer.update import train_on_minibatch, update_config_from
+from agentrl.trainer.update import train_on_batch, update_config_from
 
 
 @dataclass
@@ -68,17 +68,16 @@ def resolve_run_dir(cfg: Config, resume: str | None) -> Path:
 
 
 def build_engine(cfg: Config, model, tokenizer):
-    """The rollout engine: an embedded copy of the policy, or a client of SGLang servers."""
+    """The rollout engine: the embedded engine on the trainer's own weights (sync mode: generation and training
+    alternate, so nothing is copied) or on a copy of them (overlapped modes), or a client of SGLang servers."""
     if cfg.rollout.engine == "sglang":
         from agentrl.rollout.sglang_client import SGLangClient
 
         return SGLangClient(cfg.rollout.urls)
-    import copy
+    from agentrl.rollout.embedded import EmbeddedEngine, engine_view
 
-    from agentrl.rollout.embedded import EmbeddedEngine
-
-    return EmbeddedEngine(copy.deepcopy(model).eval(), tokenizer, seed=cfg.rollout.seed,
-                          max_batch_size=cfg.rollout.max_batch_size)
+    policy = engine_view(model, share_weights=cfg.rollout.mode == "sync")
+    return EmbeddedEngine(policy, tokenizer, seed=cfg.rollout.seed, max_batch_size=cfg.rollout.max_batch_size)
 
 
 async def sync_weights(engine, model, run_dir: Path, version: int) -> None:
@@ -233,13 +232,7 @@ def _eval_due(cfg: Config, step: int) -> bool:
 
 def _update(model, optimizer, batch, ucfg, version, ref_model) -> dict[str, float]:
     """The trainer side of one step (runs in a worker thread so the event loop stays responsive)."""
-    from agentrl.trainer.batch import build_minibatch, microbatches
-    from agentrl.trainer.update import recompute_logprobs
-
-    mb = build_minibatch(batch.trajectories, batch.advantages)
-    traj_adv = torch.tensor(batch.advantages, dtype=torch.float32)
-    lp_ref = recompute_logprobs(ref_model, mb, microbatches(mb, ucfg.micro_batch_tokens), ucfg) if ref_model else None
-    return train_on_minibatch(model, optimizer, mb, ucfg, current_version=version, traj_advantages=traj_adv, lp_ref=lp_ref)
+    return train_on_batch(model, optimizer, batch, ucfg, version=version, ref_model=ref_model)
 
 
 def _append_trajectories(run_dir: Path, step: int, trajectories) -> None:
