@@ -3,7 +3,7 @@ SHELL := /bin/bash
 VENV  ?= .venv
 PY    := $(VENV)/bin/python
 
-.PHONY: setup demo test test-fast bench lint clean
+.PHONY: setup demo test test-fast bench bench-peer lint clean
 
 setup:  ## create .venv, install torch (CPU) + agentrl[dev] + the default model, start Docker, build the sandbox image
 	@bash scripts/setup.sh
@@ -19,6 +19,9 @@ test-fast: setup  ## skip the slow end-to-end tests
 
 bench: setup  ## every benchmark in bench/ (each prints ratios against a baseline measured in the same run)
 	@for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+bench-peer: setup  ## TRL 1.16 GRPOTrainer and agentrl side by side on TRL's workload, in one run (own venv for TRL)
+	$(PY) bench/peer/compare_trl.py
 
 lint:
 	$(VENV)/bin/ruff check agentrl envs sandboxes tests bench examples

@@ -86,7 +86,8 @@ def policy_logprobs(
     hidden = model.base_model(
         input_ids=micro.input_ids, position_ids=micro.position_ids, attention_mask=micro.attention_mask,
         use_cache=False,  # training forwards never reuse keys/values: building a cache only costs memory
-    ).last_hidden_state[0]  # (T, H)
+    ).last_hidden_state  # (R, L, H)
+    hidden = hidden[micro.valid] if micro.valid is not None else hidden[0]  # (T, H) in flat order
     weight = model.get_output_embeddings().weight  # (V, H)
     return token_logprobs_from_hidden(hidden, weight, targets, temperature=temperature, chunk=chunk, entropy=entropy)
 

@@ -4,6 +4,7 @@ in the on-policy case, PPO mini-batches × epochs, micro-batch invariance, π_re
 from __future__ import annotations
 
 import asyncio
+import copy
 import dataclasses
 
 import pytest
@@ -201,3 +202,35 @@ def test_shared_engine_view_trains_in_place(batch):
         next(model.parameters()).add_(1.0)
     assert torch.equal(next(view.parameters()), next(model.parameters()))
     assert not torch.equal(next(copied.parameters()), next(model.parameters()))
+
+
+def test_bfloat16_optimizer_state_tracks_fp32_adamw_and_survives_a_checkpoint():
+    """trainer.optimizer_state=bfloat16: moments stored in bf16 (half the bytes), updates within bf16 rounding
+    of torch's AdamW, and a state_dict round trip (which casts states to the parameter dtype) keeps bf16."""
+    from agentrl.trainer.memory import LowPrecisionAdamW, build_optimizer
+
+    cfg = load_config(None, overrides=["trainer.optimizer_state=bfloat16", "trainer.lr=1e-2"])
+    torch.manual_seed(0)
+    ref = torch.nn.Linear(16, 8)
+    low = copy.deepcopy(ref)
+    opt_ref = torch.optim.AdamW(ref.parameters(), lr=1e-2, weight_decay=0.0)
+    opt_low = build_optimizer(low, cfg.trainer)
+    assert isinstance(opt_low, LowPrecisionAdamW)
+    x = torch.randn(32, 16)
+    for _ in range(5):
+        for model, opt in ((ref, opt_ref), (low, opt_low)):
+            opt.zero_grad()
+            model(x).pow(2).mean().backward()
+            opt.step()
+    for a, b in zip(ref.parameters(), low.parameters(), strict=True):
+        assert (a - b).abs().max() < 1e-3  # 5 steps of size ≈ lr = 1e-2 each: within 2% of one step
+        assert not torch.equal(a, b)  # the rounding is real, not a disguised fp32 AdamW
+    states = [s for s in opt_low.state.values()]
+    assert all(s["exp_avg"].dtype == torch.bfloat16 and s["exp_avg_sq"].dtype == torch.bfloat16 for s in states)
+    reloaded = build_optimizer(low, cfg.trainer)
+    reloaded.load_state_dict(opt_low.state_dict())
+    reloaded.zero_grad()
+    low(x).pow(2).mean().backward()
+    reloaded.step()
+    assert all(s["exp_avg"].dtype == torch.bfloat16 for s in reloaded.state.values())
+    assert isinstance(build_optimizer(low, load_config(None, overrides=[]).trainer), torch.optim.AdamW)
