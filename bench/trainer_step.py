@@ -152,7 +152,7 @@ async def main(args) -> None:
     steady = rows[1:] or rows
     mean = {k: statistics.mean(r[k] for r in steady) for k in steady[0]}
     peak = max(r["rss_gb"] for r in rows)
-    print(f"\nmeans of steps 2–{len(rows)} (machine shared: absolute numbers are noisy; TRL side by side: make bench-peer):")
+    print(f"\nmeans of steps {'2' if len(rows) > 1 else '1'}–{len(rows)} (machine shared: absolute numbers are noisy; TRL side by side: make bench-peer):")
     print(f"  step time        {mean['step_s']:6.1f} s (weight push {mean['sync_s']:.2f} s)")
     print(f"  training tok/s   {mean['train_tok_s']:6.1f}      {mean['train_tok_s'] / ceiling:.0%} of the ceiling probed in this run")
     print(f"  generation tok/s {mean['gen_tok_s']:6.1f}")

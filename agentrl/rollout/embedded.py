@@ -442,7 +442,10 @@ def engine_view(model, *, share_weights: bool):
 
     if not share_weights:
         return copy.deepcopy(model).eval()
-    memo = {id(t): t for t in itertools.chain(model.parameters(), model.buffers())}
+    tensors = list(itertools.chain(model.parameters(), model.buffers()))
+    for t in tensors:  # fresh heap storage, as a copy would have: tensors memory-mapped from a checkpoint sit at
+        t.data = t.data.clone()  # other alignments, where CPU kernels round differently (resume would drift)
+    memo = {id(t): t for t in tensors}
     return copy.deepcopy(model, memo).eval()
 
 

@@ -31,12 +31,12 @@ TORCH, TRL = "2.13.0", "1.16.0"
 DIFFERENCES = [
     ("generation", "HF generate, padded batch of 32 (finished rows keep decoding)",
      "embedded engine, continuous batching (finished rows leave)"),
-    ("loss", "TRL `dapo`: token-mean, ε 0.2/0.2 (no clip-higher)",
+    ("loss", "`dapo`: token-mean, ε 0.2/0.2 (no clip-higher)",
      "PPO-clip token-mean, ε 0.2/0.28, dual clip 3 (inactive on-policy: r = 1)"),
-    ("π_old", "TRL: none at num_iterations=1 (π_old = π_θ detached)", "same (no recompute on-policy)"),
+    ("π_old", "none at num_iterations=1 (π_old = π_θ detached)", "same (no recompute on-policy)"),
     ("off-policy correction", "none (vLLM off: no importance weights)", "token TIS C=2 + veto on π_θ/μ (w ≈ 1)"),
     ("advantages", "group std, ε 1e-4", "group std (unbiased), ε 1e-6"),
-    ("training batch", "padded 32 rows, one forward", "packed rows, micro-batches of ≤ trainer.micro_batch_tokens"),
+    ("training batch", "padded 32 rows, one forward", "one right-padded row per sequence, micro-batches of ≤ 4096 padded tokens (one here)"),
 ]
 
 
@@ -104,7 +104,8 @@ def main() -> None:
                             "--steps", str(args.steps), "--json", str(trl_out)], trl_out)
         ours = run_json([sys.executable, str(HERE.parent / "trainer_step.py"), "--steps", str(args.steps),
                          "--json", str(our_out)], our_out)
-    print(f"\nTRL {TRL} GRPOTrainer vs agentrl, means of steps 2–{args.steps}, same run "
+    span = f"steps 2–{args.steps}" if args.steps > 1 else "step 1 (includes warm-up)"
+    print(f"\nTRL {TRL} GRPOTrainer vs agentrl, means of {span}, same run "
           f"(machine shared: compare ratios only; CPU probe {ours.get('gflops', 0):.0f} GFLOP/s)\n")
     print(table(trl, ours))
     if ours.get("ceiling_tok_s"):
