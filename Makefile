@@ -3,7 +3,7 @@ SHELL := /bin/bash
 VENV  ?= .venv
 PY    := $(VENV)/bin/python
 
-.PHONY: setup demo test test-fast bench loop-test lint clean
+.PHONY: setup demo test test-fast bench bench-peer loop-test lint clean
 
 setup:  ## create .venv, install torch (CPU) + agentrl[dev] + the default model, start Docker, build the sandbox image
 	@bash scripts/setup.sh
@@ -22,6 +22,9 @@ bench: setup  ## every benchmark in bench/ (each prints ratios against a baselin
 
 loop-test:  ## run one test selection N times in a row (concurrency changes): make loop-test T="tests/x.py -k y" N=20
 	PYTHON=$(PY) bash scripts/loop_test.sh $(or $(N),20) $(T)
+
+bench-peer: setup  ## TRL 1.16 GRPOTrainer and agentrl side by side on TRL's workload, in one run (own venv for TRL)
+	$(PY) bench/peer/compare_trl.py
 
 lint:
 	$(VENV)/bin/ruff check agentrl envs sandboxes tests bench examples

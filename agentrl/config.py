@@ -150,6 +150,15 @@ class TrainerConfig(_Section):
     gradient_checkpointing: bool = True
     """Recompute each layer's activations in the backward pass: peak memory of a 2k-token micro-batch of the
     135M model drops from ~4.5 GB to ~2 GB for ~20% more compute (a 4k one without it exceeds 24 GB)."""
+    mini_batches: int = Field(1, ge=1)
+    """PPO mini-batches per rollout batch: each is one optimizer step (TRL steps_per_generation, verl
+    ppo_mini_batch_size); π_old is computed once for the whole batch before the first step."""
+    ppo_epochs: int = Field(1, ge=1)
+    """Passes over the rollout batch (TRL num_iterations, verl ppo_epochs): mini_batches × ppo_epochs optimizer
+    steps per batch. With 1 × 1 (the default) π_old is π_θ of the training forward itself (no recompute)."""
+    optimizer_state: Literal["float32", "bfloat16"] = "float32"
+    """dtype of AdamW's moment estimates: bfloat16 halves the optimizer's memory (2 of the 4 bytes per parameter
+    per moment) for a rounded update; the parameters stay in model.dtype (agentrl.trainer.memory.build_optimizer)."""
     logprob_chunk: int = Field(1024, ge=1)
     """Tokens per chunk when gathering logprobs (never full-vocabulary logits for a whole micro-batch)."""
     run_dir: str = "runs/{env}-{time}"
@@ -247,6 +256,15 @@ class Config(_Section):
             lo, hi = getattr(self.algo, key)
             if not 0 < lo <= 1 <= hi:
                 problems.append(f"algo.{key}={[lo, hi]} must be [low, high] with 0 < low ≤ 1 ≤ high")
+        if self.algo.reduction is not None:
+            from agentrl.trainer.losses import LOSS_SPECS  # the loss declares the reduction it needs
+
+            need = LOSS_SPECS[self.algo.loss].reduction
+            if need is not None and self.algo.reduction != need:
+                problems.append(
+                    f"algo.loss={self.algo.loss} needs algo.reduction={need}, got algo.reduction={self.algo.reduction} "
+                    "(set it to that or leave algo.reduction unset)"
+                )
         if self.rollout.temperature == 0 and self.trainer.steps > 0:
             problems.append("rollout.temperature=0 (greedy) has no sampling distribution to train on (use > 0)")
         if self.rollout.max_new_tokens >= self.rollout.max_context_tokens:

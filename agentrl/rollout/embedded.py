@@ -185,6 +185,15 @@ class EmbeddedEngine:
             state_dict = await asyncio.to_thread(load_state_dict_dir, path)
         return await self._control("update", state_dict, version)
 
+    async def push_weights(self, model, *, version: int, staging_dir: Path | None = None) -> None:
+        """Publish the trainer's weights as `version` between two decode steps: only the version label when the
+        engine already shares model's tensors (sync mode, `engine_view`), else an in-place copy of its state dict
+        (no serialization; staging_dir is part of the Engine interface and unused here)."""
+        if shares_weights(self.model, model):
+            await self._control("update", None, version)
+        else:
+            await self._control("update", {k: v.detach() for k, v in model.state_dict().items()}, version)
+
     async def pause(self, mode: str = "finish") -> None:
         """Stop admitting requests; running ones finish, abort or freeze per mode (see module docstring)."""
         if mode not in PAUSE_MODES:
@@ -318,7 +327,8 @@ class EmbeddedEngine:
         """Run a control message at a step boundary; returns its result or _DEFERRED if answered later."""
         if kind == "update":
             state_dict, version = args
-            load_weights(self.model, state_dict)
+            if state_dict is not None:  # None: the weights are shared with the trainer, only the version moves
+                load_weights(self.model, state_dict)
             self._version = int(version) if version is not None else self._version + 1
             return self._version
         if kind == "pause":
@@ -463,6 +473,27 @@ class EmbeddedEngine:
 
 
 _DEFERRED = object()
+
+
+def engine_view(model, *, share_weights: bool):
+    """The module the engine runs: a copy of `model` whose parameters and buffers ARE model's tensors (with
+    its own train/eval flag; for sync mode, where generation and training alternate), or a deep copy."""
+    import copy
+    import itertools
+
+    if not share_weights:
+        return copy.deepcopy(model).eval()
+    tensors = list(itertools.chain(model.parameters(), model.buffers()))
+    for t in tensors:  # fresh heap storage, as a copy would have: tensors memory-mapped from a checkpoint sit at
+        t.data = t.data.clone()  # other alignments, where CPU kernels round differently (resume would drift)
+    memo = {id(t): t for t in tensors}
+    return copy.deepcopy(model, memo).eval()
+
+
+def shares_weights(a, b) -> bool:
+    """True if modules a and b hold the same parameter tensors (same storage), so nothing needs copying."""
+    pa, pb = list(a.parameters()), list(b.parameters())
+    return len(pa) == len(pb) and all(x.data_ptr() == y.data_ptr() for x, y in zip(pa, pb, strict=True))
 
 
 def _eos_ids(model, tokenizer) -> frozenset[int]:

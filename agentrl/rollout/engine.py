@@ -86,6 +86,13 @@ class Engine(Protocol):
         """Load new weights (from a state dict or an HF directory); returns the new version."""
         ...
 
+    async def push_weights(self, model: Any, *, version: int, staging_dir: Any = None) -> None:
+        """Serve the trainer's `model` weights as `version`: the trainer's one call after an optimizer step.
+
+        The engine decides how: the embedded engine shares or copies the tensors in place, the SGLang client
+        saves to `staging_dir` and has every server load it from disk."""
+        ...
+
     async def pause(self, mode: PauseMode = "finish") -> None:
         """Stop admitting requests; running ones behave per PAUSE_MODES[mode]. "retract" is the mode for an
         in-flight weight update: one generation spans it and each token carries the version that produced it."""

@@ -25,32 +25,40 @@ from typing import Literal
 import torch
 from torch import Tensor
 
+from agentrl.config import AlgoConfig
 from agentrl.trainer.packed import masked, traj_amin, traj_count, traj_sum
 
 TRAJ_MODES = ("geo", "seq", "veto", "opsm")
 
 
+def _algo_default(key: str):
+    """The run config's default for algo.<key>: config.py is the one home of every default."""
+    value = AlgoConfig.model_fields[key].get_default(call_default_factory=True)
+    return tuple(value) if isinstance(value, list) else value
+
+
 @dataclass(frozen=True)
 class CorrectionConfig:
-    """Which corrections to apply and their thresholds (defaults: §11, token TIS C=2 + veto 1e-4)."""
+    """Which corrections to apply and their thresholds (defaults: the run config's algo section, §11: token
+    TIS C=2 + veto 1e-4)."""
 
-    token: Literal["none", "tis", "mis"] = "tis"
+    token: Literal["none", "tis", "mis"] = _algo_default("correction")
     """Token-level mode: "tis" w̃ = clamp(w, tis_low, tis_cap); "mis" w̃ = w·1[lo ≤ w ≤ hi] (IcePop)."""
-    tis_cap: float = 2.0
+    tis_cap: float = _algo_default("tis_cap")
     """C of token TIS (slime --tis-clip 2.0, verl rollout_is_threshold 2.0)."""
     tis_low: float | None = None
     """Optional lower cap of token TIS (slime --tis-clip-low); with it TIS is the [lo, C] clip (CIS)."""
-    mis_band: tuple[float, float] = (0.5, 5.0)
+    mis_band: tuple[float, float] = _algo_default("mis_band")
     """[α, β] of token MIS / IcePop (INTELLECT-3 [0.5, 5]); bounds are kept."""
-    traj: tuple[str, ...] = ("veto",)
+    traj: tuple[str, ...] = _algo_default("trust_region")
     """Trajectory-level trust regions, any of "geo", "seq", "veto", "opsm"."""
-    geo_band: tuple[float, float] = (0.999, 1.001)
+    geo_band: tuple[float, float] = _algo_default("geo_band")
     """Geo-RS: keep iff lo ≤ exp(mean_t log w) ≤ hi (verl preset "0.999_1.001")."""
-    seq_band: tuple[float, float] = (0.5, 2.0)
+    seq_band: tuple[float, float] = _algo_default("seq_band")
     """Seq-MIS: keep iff lo ≤ Π_t w_t ≤ hi (verl preset "0.5_2.0")."""
-    veto_floor: float = 1e-4
+    veto_floor: float = _algo_default("veto_floor")
     """Veto: drop a trajectory if any action token has w < floor (slime mis.yaml 1e-4)."""
-    opsm_delta: float = 1e-4
+    opsm_delta: float = _algo_default("opsm_delta")
     """OPSM: drop a trajectory iff A_i < 0 and mean_t(lp_μ − lp_old) > δ (slime --opsm-delta 1e-4)."""
 
 

@@ -44,9 +44,10 @@ from agentrl.trainer.checkpoint import (
 )
 from agentrl.trainer.collect import StepBatch
 from agentrl.trainer.heldout import evaluate
+from agentrl.trainer.memory import build_optimizer
 from agentrl.trainer.monitor import Monitor
 from agentrl.trainer.pipeline import RolloutPipeline
-from agentrl.trainer.update import train_on_minibatch, update_config_from
+from agentrl.trainer.update import train_on_batch, update_config_from
 
 try:  # a factory sharing one SandboxPool across the run's envs, where the env accepts one
     from agentrl.trainer.env_factory import build_env_factory
@@ -100,36 +101,21 @@ def resolve_run_dir(cfg: Config, resume: str | None) -> Path:
 
 
 def build_engine(cfg: Config, model, tokenizer):
-    """The rollout engine: an embedded copy of the policy, or a client of SGLang servers."""
+    """The rollout engine: the embedded engine on the trainer's own weights (sync mode: generation and training
+    alternate, so nothing is copied) or on a copy of them (overlapped modes), or a client of SGLang servers."""
     if cfg.rollout.engine == "sglang":
         from agentrl.rollout.sglang_client import SGLangClient
 
         return SGLangClient(cfg.rollout.urls)
-    import copy
+    from agentrl.rollout.embedded import EmbeddedEngine, engine_view
 
-    from agentrl.rollout.embedded import EmbeddedEngine
-
-    return EmbeddedEngine(copy.deepcopy(model).eval(), tokenizer, seed=cfg.rollout.seed,
-                          max_batch_size=cfg.rollout.max_batch_size)
-
-
-async def sync_weights(engine, model, run_dir: Path, version: int) -> None:
-    """Push the trainer's weights to an engine without push_weights: in place for the embedded engine, via
-    disk for SGLang (the fallback until every engine has push_weights)."""
-    if hasattr(engine, "model"):  # embedded: copy tensors, no serialization
-        await engine.update_weights({k: v.detach() for k, v in model.state_dict().items()}, version=version)
-    else:
-        path = run_dir / "weights_sync"
-        model.save_pretrained(path, safe_serialization=True)
-        await engine.update_weights(path=str(path), version=version)
+    policy = engine_view(model, share_weights=cfg.rollout.mode == "sync")
+    return EmbeddedEngine(policy, tokenizer, seed=cfg.rollout.seed, max_batch_size=cfg.rollout.max_batch_size)
 
 
 async def push_weights(run: Run) -> None:
-    """Give the engine the trainer's weights, labelled run.version (the engine's own push_weights if it has one)."""
-    push = getattr(run.engine, "push_weights", None)
-    if push is None:
-        return await sync_weights(run.engine, run.model, run.run_dir, run.version)
-    await push(run.model, version=run.version, staging_dir=run.run_dir / "weights_sync")
+    """Give the engine the trainer's weights, labelled run.version (each engine knows how: Engine.push_weights)."""
+    await run.engine.push_weights(run.model, version=run.version, staging_dir=run.run_dir / "weights_sync")
 
 
 def budget_line(cfg: Config) -> str:
@@ -182,7 +168,7 @@ def setup(cfg: Config, *, resume: str | None, init_from: str | None, console) ->
     if cfg.trainer.gradient_checkpointing:
         _enable_gradient_checkpointing(model)
     t = cfg.trainer
-    optimizer = torch.optim.AdamW(model.parameters(), lr=t.lr, weight_decay=t.weight_decay)
+    optimizer = build_optimizer(model, t)  # AdamW; bfloat16 moments with trainer.optimizer_state=bfloat16
     warmup = max(t.warmup_steps, 1)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup))
     ref_model = load_model(source, dtype=cfg.model.dtype, device=cfg.model.device) if cfg.algo.kl_coef else None
@@ -256,7 +242,7 @@ async def train_step(run: Run, step: int) -> None:
     if batch.trajectories:
         with monitor.phase("update"):
             metrics.update(await asyncio.to_thread(
-                _update, run.model, run.optimizer, batch, run.ucfg, version=run.version, ref_model=run.ref_model))
+                train_on_batch, run.model, run.optimizer, batch, run.ucfg, version=run.version, ref_model=run.ref_model))
         run.scheduler.step()
         run.version += 1
         with monitor.phase("sync"):
@@ -274,18 +260,6 @@ async def train_step(run: Run, step: int) -> None:
         with monitor.phase("checkpoint"):
             run.checkpoint = checkpoint(run, step + 1)
     pipeline.step_done(step)  # the engine holds this step's weights: admit the groups that allows
-
-
-def _update(model, optimizer, batch: StepBatch, ucfg, *, version: int, ref_model) -> dict[str, float]:
-    """The trainer side of one step (runs in a worker thread so the event loop stays responsive)."""
-    from agentrl.trainer.batch import build_minibatch, microbatches
-    from agentrl.trainer.update import recompute_logprobs
-
-    mb = build_minibatch(batch.trajectories, batch.advantages)
-    traj_adv = torch.tensor(batch.advantages, dtype=torch.float32)
-    lp_ref = recompute_logprobs(ref_model, mb, microbatches(mb, ucfg.micro_batch_tokens), ucfg) if ref_model else None
-    return train_on_minibatch(model, optimizer, mb, ucfg, current_version=version, traj_advantages=traj_adv,
-                              lp_ref=lp_ref)
 
 
 def _eval_due(cfg: Config, step: int) -> bool:

@@ -7,7 +7,9 @@ computed once over the whole mini-batch **before** any rejection, so that (a) su
 micro-batches gives the full-batch loss and gradient exactly, and (b) rejected tokens keep the original
 denominator (AReaL `loss_mask_count`, slime `rollout_mask_sums`, §4).
 
-Adding a loss is one function with the `LossFn` signature plus one line in `LOSSES`.
+Adding a loss is one function with the `LossFn` signature plus one `LossSpec` line in `LOSS_SPECS`, which
+declares what the loss needs from the update (a fixed reduction, the trajectory-wide ratio, dual clip), so
+the update reads the spec instead of branching on loss names.
 """
 
 from __future__ import annotations
@@ -19,19 +21,28 @@ from typing import Protocol
 import torch
 from torch import Tensor
 
+from agentrl.config import AlgoConfig
 from agentrl.trainer.kl import kl_estimate
 from agentrl.trainer.packed import masked, traj_count, traj_sum
 
 
+def _algo_default(key: str):
+    """The run config's default for algo.<key>: config.py is the one home of every default."""
+    return AlgoConfig.model_fields[key].get_default(call_default_factory=True)
+
+
 @dataclass(frozen=True)
 class LossConfig:
-    """Hyperparameters of the policy losses; defaults are algorithms.md §11 (DAPO clip-higher + dual-clip)."""
+    """Hyperparameters of the policy losses; defaults are algorithms.md §11 (DAPO clip-higher + dual-clip).
+
+    eps_low/eps_high default to PPO's preset (per-loss presets live in LOSS_SPECS); the shared knobs
+    (dual clip, KL) default to the run config's algo section."""
 
     eps_low: float = 0.2
     """Lower clip range: ratio ≥ 1 − eps_low. CISPO's canonical eps_low = 1 (no lower bound)."""
     eps_high: float = 0.28
     """Upper clip range: ratio ≤ 1 + eps_high (clip-higher, DAPO 0.28). CISPO uses it as the weight cap − 1."""
-    dual_clip_c: float | None = 3.0
+    dual_clip_c: float | None = _algo_default("dual_clip_c")
     """Dual-clip c > 1 for A < 0 (verl clip_ratio_c = 3); None disables it. PPO only."""
     log_ratio_clamp: float = 20.0
     """|lp_θ − lp_old| is clamped here before exp (verl, slime)."""
@@ -41,23 +52,15 @@ class LossConfig:
     """DPPO: probability-difference trust region (prime-rl 0.2)."""
     dppo_kl_tau: float = 1e-3
     """DPPO: coefficient of the (log ρ)² term (prime-rl kl_tau)."""
-    kl_coef: float = 0.0
+    kl_coef: float = _algo_default("kl_coef")
     """β of the KL-to-reference loss term; 0 disables it (TRL beta=0; verl kl_loss_coef 0.001 when used)."""
-    kl_estimator: str = "k3"
+    kl_estimator: str = _algo_default("kl_estimator")
     """KL estimator for the reference term: k1, k2, k3 (kl.py)."""
 
     @staticmethod
     def preset(name: str) -> LossConfig:
         """Paper defaults per loss: PPO/DAPO (0.2, 0.28, c=3), GSPO (3e-4, 4e-4), CISPO (no lower bound, cap 5)."""
-        return LOSS_PRESETS[name]
-
-
-LOSS_PRESETS: dict[str, LossConfig] = {
-    "ppo": LossConfig(),
-    "gspo": LossConfig(eps_low=3e-4, eps_high=4e-4, dual_clip_c=None),
-    "cispo": LossConfig(eps_low=1.0, eps_high=4.0, dual_clip_c=None),
-    "dppo": LossConfig(dual_clip_c=None),
-}
+        return LOSS_SPECS[name].preset
 
 
 @dataclass(frozen=True)
@@ -153,8 +156,6 @@ class TokenLoss:
     """(N,) ℓ_t, differentiable w.r.t. lp_θ."""
     flags: dict[str, Tensor] = field(default_factory=dict)
     """metric name -> (N,) bool indicator, reported as its token-mean over the pre-rejection mask."""
-    reduction: str | None = None
-    """The reduction this loss requires (GSPO: seq-mean-token-mean), or None for any."""
 
 
 class LossFn(Protocol):
@@ -221,9 +222,7 @@ def gspo(lp_theta, lp_old, advantages, mask, *, traj_index, norm, cfg, traj_log_
     s = torch.exp(log_s[traj_index] + lp_theta - lp_theta.detach())  # (N,)
     l1 = -advantages * s
     l2 = -advantages * s.clamp(1.0 - cfg.eps_low, 1.0 + cfg.eps_high)
-    return TokenLoss(
-        loss=torch.maximum(l1, l2), flags={"actor/pg_clipfrac": l2 > l1}, reduction="seq-mean-token-mean"
-    )
+    return TokenLoss(loss=torch.maximum(l1, l2), flags={"actor/pg_clipfrac": l2 > l1})
 
 
 def cispo(lp_theta, lp_old, advantages, mask, *, traj_index, norm, cfg, traj_log_ratio=None) -> TokenLoss:
@@ -251,12 +250,30 @@ def dppo(lp_theta, lp_old, advantages, mask, *, traj_index, norm, cfg, traj_log_
     return TokenLoss(loss=loss, flags={"actor/pg_clipfrac": drop})
 
 
-LOSSES: dict[str, LossFn] = {
-    "ppo": ppo_clip,
-    "gspo": gspo,
-    "cispo": cispo,
-    "dppo": dppo,
+@dataclass(frozen=True)
+class LossSpec:
+    """A policy loss and what it needs from the update, declared once (the update reads these fields)."""
+
+    fn: LossFn
+    preset: LossConfig
+    """Paper defaults of the loss (eps_low/eps_high used when algo.eps_low/eps_high are unset)."""
+    reduction: str | None = None
+    """The reduction the loss requires (GSPO: seq-mean-token-mean), or None for any (default token-mean)."""
+    trajectory_ratio: bool = False
+    """Needs the trajectory-wide mean log-ratio Σ m·(lp_θ − lp_old)/|y_i| under the current π_θ (GSPO)."""
+    dual_clip: bool = False
+    """Honours algo.dual_clip_c (PPO-clip only)."""
+
+
+LOSS_SPECS: dict[str, LossSpec] = {
+    "ppo": LossSpec(ppo_clip, LossConfig(), dual_clip=True),
+    "gspo": LossSpec(gspo, LossConfig(eps_low=3e-4, eps_high=4e-4, dual_clip_c=None),
+                     reduction="seq-mean-token-mean", trajectory_ratio=True),
+    "cispo": LossSpec(cispo, LossConfig(eps_low=1.0, eps_high=4.0, dual_clip_c=None)),
+    "dppo": LossSpec(dppo, LossConfig(dual_clip_c=None)),
 }
+LOSSES: dict[str, LossFn] = {name: spec.fn for name, spec in LOSS_SPECS.items()}
+LOSS_PRESETS: dict[str, LossConfig] = {name: spec.preset for name, spec in LOSS_SPECS.items()}
 
 
 def policy_loss(
@@ -306,11 +323,12 @@ def policy_loss(
     lp_t = masked(lp_theta.reshape(-1), m)
     lp_o = masked(lp_old.reshape(-1), m).detach()
     adv = masked(advantages.reshape(-1).to(lp_t.dtype), m).detach()
-    tl = LOSSES[name](lp_t, lp_o, adv, m, traj_index=idx, norm=norm, cfg=cfg, traj_log_ratio=traj_log_ratio)
+    spec = LOSS_SPECS[name]
+    tl = spec.fn(lp_t, lp_o, adv, m, traj_index=idx, norm=norm, cfg=cfg, traj_log_ratio=traj_log_ratio)
     if reduction is None:
-        reduction = tl.reduction or "token-mean"
-    if tl.reduction is not None and reduction != tl.reduction:
-        raise ValueError(f"policy loss {name!r} requires reduction {tl.reduction!r}, got {reduction!r}")
+        reduction = spec.reduction or "token-mean"
+    if spec.reduction is not None and reduction != spec.reduction:
+        raise ValueError(f"policy loss {name!r} requires reduction {spec.reduction!r}, got {reduction!r}")
     if reduction not in REDUCTIONS:
         raise ValueError(f"unknown reduction {reduction!r}; choose one of {sorted(REDUCTIONS)}")
     reduce = REDUCTIONS[reduction]

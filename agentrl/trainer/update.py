@@ -1,13 +1,20 @@
-"""One policy update on a mini-batch: recompute π_old, corrections, micro-batched loss, clip, step.
+"""The policy update on one rollout batch: π_ref and π_old, corrections, PPO mini-batches × epochs of
+micro-batched loss, clip, step.
 
 The objective (per action token t of trajectory i, m = 1 only on model-generated tokens of all turns):
 
     L = reduce_t( w̃_{i,t} · ℓ(r_{i,t}, A_i) ) [+ β·reduce(KL(π_θ‖π_ref))],   r = π_θ/π_old,  w = π_old/μ
 
-where μ is the behaviour policy that sampled the tokens (engine logprobs), π_old the trainer's recompute
-at the start of the step, w̃ the detached correction weight (token TIS/MIS times trajectory trust-region
+where μ is the behaviour policy that sampled the tokens (engine logprobs), π_old the trainer's policy at
+the start of the update, w̃ the detached correction weight (token TIS/MIS times trajectory trust-region
 keep flags, decided over all segments of a trajectory), and the reduction's denominator is fixed over
-the whole mini-batch before any rejection, so the gradient does not depend on the micro-batch split.
+the whole PPO mini-batch before any rejection, so the gradient does not depend on the micro-batch split.
+
+π_old. With one optimizer step per batch and every action token sampled by the current version, π_old is
+π_θ itself: it is taken detached from the training forward (no separate recompute, r = 1 exactly), and the
+corrections are decided per micro-batch, which is exact when no trajectory spans two micro-batches.
+Otherwise (stale tokens, several optimizer steps, split trajectories) π_old is recomputed once for the
+whole batch, before the first step, and sliced for every mini-batch and epoch.
 """
 
 from __future__ import annotations
@@ -18,58 +25,57 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from agentrl.trainer.batch import MicroBatch, MiniBatch, microbatches
+from agentrl.trainer.batch import (
+    MicroBatch,
+    MiniBatch,
+    build_minibatch,
+    microbatches,
+    slice_trajectories,
+    trajectory_local,
+)
 from agentrl.trainer.corrections import CorrectionConfig, correction_weights
 from agentrl.trainer.logprobs import token_logprobs_from_hidden
-from agentrl.trainer.losses import LOSS_PRESETS, LossConfig, loss_normalizer, policy_loss
+from agentrl.trainer.losses import LOSS_SPECS, LossConfig, loss_normalizer, policy_loss
 from agentrl.trainer.memory import release_memory
 from agentrl.trainer.metrics import mismatch_metrics, staleness_metrics
+from agentrl.trainer.packed import masked, traj_sum
 
 
 @dataclass(frozen=True)
 class UpdateConfig:
-    """Everything an update needs besides the data (built once from the run config)."""
+    """Everything an update needs besides the data (built once from the run config by `update_config_from`)."""
 
-    loss: str = "ppo"
-    loss_cfg: LossConfig = LossConfig()
-    reduction: str | None = None
-    correction: CorrectionConfig = CorrectionConfig()
-    temperature: float = 1.0
-    micro_batch_tokens: int = 4096
-    logprob_chunk: int = 1024
-    grad_clip: float = 1.0
+    loss: str
+    loss_cfg: LossConfig
+    reduction: str | None
+    correction: CorrectionConfig
+    temperature: float
+    micro_batch_tokens: int
+    logprob_chunk: int
+    grad_clip: float
+    mini_batches: int = 1
+    ppo_epochs: int = 1
 
 
 def update_config_from(cfg) -> UpdateConfig:
-    """Map the run config (agentrl.config.Config) onto UpdateConfig."""
-    a = cfg.algo
-    preset = LOSS_PRESETS[a.loss]
+    """Map the run config (agentrl.config.Config) onto UpdateConfig; its defaults live in config.py alone."""
+    a, t = cfg.algo, cfg.trainer
+    spec = LOSS_SPECS[a.loss]
     loss_cfg = LossConfig(
-        eps_low=preset.eps_low if a.eps_low is None else a.eps_low,
-        eps_high=preset.eps_high if a.eps_high is None else a.eps_high,
-        dual_clip_c=a.dual_clip_c if a.loss == "ppo" else None,
+        eps_low=spec.preset.eps_low if a.eps_low is None else a.eps_low,
+        eps_high=spec.preset.eps_high if a.eps_high is None else a.eps_high,
+        dual_clip_c=a.dual_clip_c if spec.dual_clip else None,
         kl_coef=a.kl_coef,
         kl_estimator=a.kl_estimator,
     )
     correction = CorrectionConfig(
-        token=a.correction,
-        tis_cap=a.tis_cap,
-        mis_band=tuple(a.mis_band),
-        traj=tuple(a.trust_region),
-        geo_band=tuple(a.geo_band),
-        seq_band=tuple(a.seq_band),
-        veto_floor=a.veto_floor,
-        opsm_delta=a.opsm_delta,
+        token=a.correction, tis_cap=a.tis_cap, mis_band=tuple(a.mis_band), traj=tuple(a.trust_region),
+        geo_band=tuple(a.geo_band), seq_band=tuple(a.seq_band), veto_floor=a.veto_floor, opsm_delta=a.opsm_delta,
     )
     return UpdateConfig(
-        loss=a.loss,
-        loss_cfg=loss_cfg,
-        reduction=a.reduction,
-        correction=correction,
-        temperature=cfg.rollout.temperature,
-        micro_batch_tokens=cfg.trainer.micro_batch_tokens,
-        logprob_chunk=cfg.trainer.logprob_chunk,
-        grad_clip=cfg.trainer.grad_clip,
+        loss=a.loss, loss_cfg=loss_cfg, reduction=a.reduction, correction=correction,
+        temperature=cfg.rollout.temperature, micro_batch_tokens=t.micro_batch_tokens, logprob_chunk=t.logprob_chunk,
+        grad_clip=t.grad_clip, mini_batches=t.mini_batches, ppo_epochs=t.ppo_epochs,
     )
 
 
@@ -80,21 +86,44 @@ def policy_logprobs(
     hidden = model.base_model(
         input_ids=micro.input_ids, position_ids=micro.position_ids, attention_mask=micro.attention_mask,
         use_cache=False,  # training forwards never reuse keys/values: building a cache only costs memory
-    ).last_hidden_state[0]  # (T, H)
+    ).last_hidden_state  # (R, L, H)
+    hidden = hidden[micro.valid] if micro.valid is not None else hidden[0]  # (T, H) in flat order
     weight = model.get_output_embeddings().weight  # (V, H)
     return token_logprobs_from_hidden(hidden, weight, targets, temperature=temperature, chunk=chunk, entropy=entropy)
 
 
 @torch.no_grad()
 def recompute_logprobs(model, mb: MiniBatch, micros: list[MicroBatch], ucfg: UpdateConfig) -> Tensor:
-    """π_old (or π_ref) logprobs (N,) of every target in the mini-batch, with the current weights."""
+    """π_old (or π_ref) logprobs (N,) of every target in the mini-batch, with the model's current weights."""
+    was_training = model.training
+    model.eval()
     out = torch.zeros(mb.num_tokens, dtype=torch.float32)
-    for micro in micros:
-        lp, _ = policy_logprobs(
-            model, micro, mb.targets[micro.start : micro.end], temperature=ucfg.temperature, chunk=ucfg.logprob_chunk
-        )
-        out[micro.start : micro.end] = lp.float()
+    try:
+        for micro in micros:
+            lp, _ = policy_logprobs(
+                model, micro, mb.targets[micro.start : micro.end], temperature=ucfg.temperature,
+                chunk=ucfg.logprob_chunk,
+            )
+            out[micro.start : micro.end] = lp.float()
+    finally:
+        model.train(was_training)
     return out
+
+
+def train_on_batch(model, optimizer: torch.optim.Optimizer, batch, ucfg: UpdateConfig, *, version: int,
+                   ref_model=None) -> dict[str, float]:
+    """The trainer side of one loop step: the rollout batch (a StepBatch) → optimizer step(s) → metrics.
+
+    π_ref (when ref_model is given and the KL term is on) and π_old are computed here, on one set of
+    micro-batches; `version` is the policy version of the model's weights (tokens sampled by older versions
+    are stale).
+    """
+    if not batch.trajectories:
+        raise ValueError("train_on_batch needs at least one trajectory (the loop skips empty batches)")
+    mb = build_minibatch(batch.trajectories, batch.advantages)
+    traj_adv = torch.tensor(batch.advantages, dtype=torch.float32)
+    return train_on_minibatch(model, optimizer, mb, ucfg, current_version=version, traj_advantages=traj_adv,
+                              ref_model=ref_model)
 
 
 def train_on_minibatch(
@@ -106,33 +135,95 @@ def train_on_minibatch(
     current_version: int,
     traj_advantages: Tensor,
     lp_ref: Tensor | None = None,
+    ref_model=None,
 ) -> dict[str, float]:
-    """Recompute π_old, weigh, accumulate the loss over packed micro-batches, clip and step; return metrics.
+    """`train_on_batch` on an already packed batch: mini_batches × ppo_epochs optimizer steps; returns metrics.
 
-    A non-finite gradient norm skips the optimizer step (counted in trainer/skipped_steps).
+    A non-finite gradient norm skips that optimizer step (counted in trainer/skipped_steps). Step metrics
+    (actor/*) are means over the optimizer steps; mismatch and staleness metrics are of π_old vs μ.
     """
     micros = microbatches(mb, ucfg.micro_batch_tokens)
-    was_training = model.training
-    model.eval()
-    lp_old = recompute_logprobs(model, mb, micros, ucfg)  # (N,)
-    model.train(was_training)
+    if lp_ref is None and ref_model is not None and ucfg.loss_cfg.kl_coef > 0:
+        lp_ref = recompute_logprobs(ref_model, mb, micros, ucfg)
+    steps = ucfg.mini_batches * ucfg.ppo_epochs
+    action = mb.loss_mask > 0
+    fresh = bool((mb.versions[action] == current_version).all())
+    on_policy = steps == 1 and fresh and trajectory_local(mb, micros)
+
+    if on_policy:  # π_old = π_θ of the training forward: no recompute
+        step = _optimizer_step(model, optimizer, mb, micros, ucfg, traj_advantages, lp_old=None, weights=None,
+                               lp_ref=lp_ref, first_step=True)
+        lp_old = step.pop_lp_old()
+        corr = correction_weights(lp_old, mb.behaviour_logprobs, action, mb.traj_index, mb.num_trajectories,
+                                  traj_advantages, ucfg.correction)  # the same decisions, for the metrics
+        step_metrics = [step.metrics]
+    else:
+        lp_old = recompute_logprobs(model, mb, micros, ucfg)  # once, before any step
+        corr = correction_weights(lp_old, mb.behaviour_logprobs, action, mb.traj_index, mb.num_trajectories,
+                                  traj_advantages, ucfg.correction)
+        parts = []
+        for lo, hi in split_trajectories(mb.num_trajectories, ucfg.mini_batches):
+            part, s, e = slice_trajectories(mb, lo, hi)
+            if part.num_tokens:
+                parts.append((part, microbatches(part, ucfg.micro_batch_tokens), s, e, traj_advantages[lo:hi]))
+        step_metrics = []
+        for _ in range(ucfg.ppo_epochs):
+            for part, part_micros, s, e, adv in parts:
+                step = _optimizer_step(
+                    model, optimizer, part, part_micros, ucfg, adv, lp_old=lp_old[s:e], weights=corr.weights[s:e],
+                    lp_ref=None if lp_ref is None else lp_ref[s:e], first_step=not step_metrics,
+                )
+                step_metrics.append(step.metrics)
+
+    metrics: dict[str, float] = dict(corr.metrics)
+    metrics.update(mismatch_metrics(lp_old, mb.behaviour_logprobs, mb.loss_mask, mb.traj_index, mb.num_trajectories,
+                                    versions=mb.versions, current_version=current_version))
+    metrics.update(staleness_metrics(mb.versions, mb.loss_mask, mb.traj_index, mb.num_trajectories, current_version))
+    for key in step_metrics[0]:
+        values = [m[key] for m in step_metrics]
+        metrics[key] = sum(values) if key == "trainer/skipped_steps" else sum(values) / len(values)
+    metrics["trainer/optimizer_steps"] = float(len(step_metrics))
+    metrics["trainer/pi_old_recomputed"] = 0.0 if on_policy else 1.0
+    metrics["trainer/micro_batches"] = float(len(micros))
+    metrics["trainer/tokens"] = float(mb.num_tokens)
+    metrics["trainer/action_tokens"] = float(action.sum())
+    return metrics
+
+
+def split_trajectories(num_traj: int, parts: int) -> list[tuple[int, int]]:
+    """[lo, hi) trajectory ranges of `parts` contiguous PPO mini-batches of near-equal size (at most num_traj)."""
+    parts = max(1, min(parts, num_traj))
+    bounds = [round(i * num_traj / parts) for i in range(parts + 1)]
+    return list(zip(bounds[:-1], bounds[1:], strict=True))
+
+
+class _Step:
+    """Metrics of one optimizer step, and π_old when it was taken from the training forward."""
+
+    def __init__(self, metrics: dict[str, float], lp_old: Tensor | None):
+        self.metrics, self._lp_old = metrics, lp_old
+
+    def pop_lp_old(self) -> Tensor:
+        lp, self._lp_old = self._lp_old, None
+        return lp
+
+
+def _optimizer_step(
+    model, optimizer, mb: MiniBatch, micros: list[MicroBatch], ucfg: UpdateConfig, traj_adv: Tensor, *,
+    lp_old: Tensor | None, weights: Tensor | None, lp_ref: Tensor | None, first_step: bool,
+) -> _Step:
+    """Accumulate the loss of mb over its micro-batches, clip, step. lp_old None: π_old is the detached π_θ of
+    this forward and the correction weights are decided per micro-batch (callers guarantee locality)."""
+    spec = LOSS_SPECS[ucfg.loss]
     mask = mb.loss_mask
     norm = loss_normalizer(mask, mb.traj_index, mb.num_trajectories)
-    corr = correction_weights(
-        lp_old, mb.behaviour_logprobs, mask, mb.traj_index, mb.num_trajectories, traj_advantages, ucfg.correction
-    )
-    metrics: dict[str, float] = dict(corr.metrics)
-    metrics.update(
-        mismatch_metrics(
-            lp_old, mb.behaviour_logprobs, mask, mb.traj_index, mb.num_trajectories,
-            versions=mb.versions, current_version=current_version,
-        )
-    )
-    metrics.update(staleness_metrics(mb.versions, mask, mb.traj_index, mb.num_trajectories, current_version))
-
-    # GSPO's sequence ratio s_i spans every segment of a trajectory, possibly across micro-batches. With one
-    # optimizer step per mini-batch, π_θ = π_old when the loss is evaluated, so its mini-batch-wide value is 0.
-    traj_log_ratio = torch.zeros(mb.num_trajectories) if ucfg.loss == "gspo" else None
+    traj_log_ratio = None  # None: a micro-batch computes GSPO's s_i from its own (whole) trajectories
+    if spec.trajectory_ratio:
+        if first_step:  # π_θ = π_old at the first step: the mini-batch-wide log-ratio is 0
+            traj_log_ratio = torch.zeros(mb.num_trajectories)
+        elif not trajectory_local(mb, micros):
+            traj_log_ratio = _trajectory_log_ratio(model, mb, micros, ucfg, lp_old, norm)
+    own_old = torch.zeros(mb.num_tokens) if lp_old is None else None
     optimizer.zero_grad(set_to_none=True)
     sums: dict[str, float] = {}
     entropy_sum = 0.0
@@ -141,25 +232,23 @@ def train_on_minibatch(
         lp, ent = policy_logprobs(
             model, micro, mb.targets[s:e], temperature=ucfg.temperature, chunk=ucfg.logprob_chunk, entropy=True
         )
+        if lp_old is None:
+            old = lp.detach().float()
+            own_old[s:e] = old
+            w = correction_weights(old, mb.behaviour_logprobs[s:e], mask[s:e], mb.traj_index[s:e],
+                                   mb.num_trajectories, traj_adv, ucfg.correction).weights
+        else:
+            old, w = lp_old[s:e], weights[s:e]
         loss, m = policy_loss(
-            ucfg.loss,
-            lp,
-            lp_old[s:e],
-            mb.advantages[s:e],
-            mask[s:e],
-            traj_index=mb.traj_index[s:e],
-            norm=norm,
-            cfg=ucfg.loss_cfg,
-            reduction=ucfg.reduction,
-            weights=corr.weights[s:e],
-            lp_ref=None if lp_ref is None else lp_ref[s:e],
-            traj_log_ratio=traj_log_ratio,
+            ucfg.loss, lp, old, mb.advantages[s:e], mask[s:e], traj_index=mb.traj_index[s:e], norm=norm,
+            cfg=ucfg.loss_cfg, reduction=ucfg.reduction, weights=w,
+            lp_ref=None if lp_ref is None else lp_ref[s:e], traj_log_ratio=traj_log_ratio,
         )
         loss.backward()
         for k, v in m.items():
             sums[k] = sums.get(k, 0.0) + float(v)
         entropy_sum += float((ent * mask[s:e]).sum())
-    metrics.update(sums)
+    metrics = dict(sums)
     metrics["actor/entropy"] = entropy_sum / max(norm.num_tokens, 1.0)
     grad_norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), ucfg.grad_clip))
     metrics["actor/grad_norm"] = grad_norm
@@ -170,7 +259,13 @@ def train_on_minibatch(
         metrics["trainer/skipped_steps"] = 1.0
     optimizer.zero_grad(set_to_none=True)
     release_memory()
-    metrics["trainer/micro_batches"] = float(len(micros))
-    metrics["trainer/tokens"] = float(mb.num_tokens)
-    metrics["trainer/action_tokens"] = float(norm.num_tokens)
-    return metrics
+    return _Step(metrics, own_old)
+
+
+@torch.no_grad()
+def _trajectory_log_ratio(model, mb: MiniBatch, micros, ucfg: UpdateConfig, lp_old: Tensor, norm) -> Tensor:
+    """(num_traj,) Σ_t m·(lp_θ − lp_old)/|y_i| under the current weights, for trajectories split over micro-batches."""
+    lp = recompute_logprobs(model, mb, micros, ucfg)
+    return traj_sum(masked(lp - lp_old, mb.loss_mask.bool()), mb.traj_index, mb.num_trajectories) / (
+        norm.traj_lengths.to(lp).clamp(min=1)
+    )

@@ -64,6 +64,9 @@ class ScriptedEngine:
         self._version = version if version is not None else self._version + 1
         return self._version
 
+    async def push_weights(self, model, *, version, staging_dir=None) -> None:
+        await self.update_weights(version=version)
+
     async def pause(self, mode="finish") -> None:
         pass
 

@@ -243,3 +243,34 @@ def test_cancelled_request_leaves_the_engine_working(engine, prompts):
 def test_zero_max_new_tokens_returns_empty_length(engine, prompts):
     gen = run(engine.generate(prompts[0], SamplingParams(max_new_tokens=0)))
     assert gen.output_ids == [] and gen.finish_reason == "length"
+
+
+def test_push_weights_shares_the_trainers_tensors_in_sync_mode_and_copies_otherwise(prompts):
+    """EmbeddedEngine.push_weights: on an engine_view that shares the trainer's weights only the version moves
+    (a trainer update is visible without any copy); on a private copy the tensors are copied in place."""
+    from agentrl.models import load_model
+    from agentrl.rollout.embedded import EmbeddedEngine, engine_view, shares_weights
+
+    params = SamplingParams(max_new_tokens=8, seed=3)
+
+    async def go(share: bool):
+        trainer = load_model("tiny").train()
+        engine = EmbeddedEngine(engine_view(trainer, share_weights=share), seed=0)
+        try:
+            assert shares_weights(engine.model, trainer) == share and trainer.training
+            before = await engine.generate(prompts[0], params)
+            with torch.no_grad():  # a "training step"
+                trainer.get_input_embeddings().weight.mul_(3.0)
+            await engine.push_weights(trainer, version=5, staging_dir=None)
+            after = await engine.generate(prompts[0], params)
+            same = all(torch.equal(a, b) for a, b in zip(engine.model.state_dict().values(),
+                                                         trainer.state_dict().values(), strict=True))
+            return before, after, engine.version, same, shares_weights(engine.model, trainer)
+        finally:
+            await engine.close()
+
+    for share in (True, False):
+        before, after, version, same, shared = run(go(share))
+        assert version == 5 and set(after.versions) == {5} and set(before.versions) == {0}
+        assert same and shared == share
+        assert after.logprobs != before.logprobs  # sampled from the updated weights

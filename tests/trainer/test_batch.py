@@ -57,9 +57,38 @@ def test_packed_forward_equals_separate_forwards():
         for i, n in enumerate([7, 5, 9])
     ]
     mb = build_minibatch(trajs, [1.0, -1.0, 0.0])
-    (micro,) = microbatches(mb, token_budget=64)
+    (micro,) = microbatches(mb, token_budget=64, layout="packed")
     with torch.no_grad():
         packed = model(micro.input_ids, position_ids=micro.position_ids, attention_mask=micro.attention_mask).logits[0]
         for s, e in mb.segment_bounds:
             alone = model(mb.input_ids[s:e][None]).logits[0]
             torch.testing.assert_close(packed[s:e], alone, atol=1e-5, rtol=1e-5)
+
+
+def test_row_layout_forward_equals_separate_forwards_and_plans_padded_area():
+    """The default layout: one right-padded row per segment, no mask (fused causal attention); the real
+    tokens' outputs equal separate forwards, and the budget bounds rows × longest row."""
+    from agentrl.trainer.batch import plan_rows
+    from agentrl.trainer.update import policy_logprobs
+
+    bounds = [(0, 3), (3, 9), (9, 10), (10, 30), (30, 32)]
+    assert plan_rows(bounds, 12) == [(0, 9), (9, 10), (10, 30), (30, 32)]  # 2 rows × 6 fit; 3 × 6 do not
+    assert plan_rows(bounds, 1000) == [(0, 32)]
+    model = load_model("tiny")
+    g = torch.Generator().manual_seed(0)
+    trajs = [
+        _traj(i, [[(int(x), int(x) % 2) for x in torch.randint(1, 500, (n,), generator=g)]])
+        for i, n in enumerate([7, 5, 9])
+    ]
+    mb = build_minibatch(trajs, [1.0, -1.0, 0.0])
+    (micro,) = microbatches(mb, token_budget=64)
+    assert micro.attention_mask is None and micro.input_ids.shape == (3, 9) and int(micro.valid.sum()) == 21
+    (packed,) = microbatches(mb, token_budget=64, layout="packed")
+    with torch.no_grad():
+        lp_rows, _ = policy_logprobs(model, micro, mb.targets, temperature=1.0, chunk=8)
+        lp_packed, _ = policy_logprobs(model, packed, mb.targets, temperature=1.0, chunk=8)
+        torch.testing.assert_close(lp_rows, lp_packed, atol=1e-5, rtol=1e-5)
+        for s, e in mb.segment_bounds:
+            alone = torch.log_softmax(model(mb.input_ids[s:e][None]).logits[0], -1)
+            ref = alone.gather(-1, mb.targets[s:e, None])[:, 0]
+            torch.testing.assert_close(lp_rows[s:e], ref, atol=1e-5, rtol=1e-5)
