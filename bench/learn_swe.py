@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     def phase(name: str, model: str, train_s: float) -> None:
         for lv in levels:
-            h, eval_s = timed(evaluate_model, cfg, model, tasks[lv], lv)
+            h, eval_s = timed(evaluate_model, cfg, model, tasks[lv], lv, label=name)
             held[(name, lv)] = h
             rows.append({"phase": name, "level": lv, "resolved": h.mean, "ci95": [h.low, h.high], "n": h.n,
                          "masked": h.masked, "train_s": round(train_s, 1), "eval_s": round(eval_s, 1)})

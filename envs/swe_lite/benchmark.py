@@ -53,8 +53,10 @@ async def resolved_rate(cfg, engine, tokenizer, tasks: list[Task], level: int, *
                    masked=len(tasks) - len(per_task), per_task=per_task)
 
 
-def evaluate_model(cfg, model_name: str, tasks: list[Task], level: int) -> HeldOut:
-    """resolved_rate of a model (a name or a checkpoint's model directory) on its own embedded engine."""
+def evaluate_model(cfg, model_name: str, tasks: list[Task], level: int, *, label: str = "") -> HeldOut:
+    """resolved_rate of a model (a name or a checkpoint's model directory) on its own embedded engine.
+
+    With `label`, prints one progress line per finished episode (an evaluation takes minutes on a CPU)."""
     from agentrl.models import load_model, load_tokenizer
     from agentrl.rollout.embedded import EmbeddedEngine
 
@@ -63,7 +65,14 @@ def evaluate_model(cfg, model_name: str, tasks: list[Task], level: int) -> HeldO
     async def go():
         engine = EmbeddedEngine(load_model(model_name), tokenizer, seed=0, max_batch_size=cfg.rollout.max_batch_size)
         try:
-            return await resolved_rate(cfg, engine, tokenizer, tasks, level)
+            done = 0
+
+            def progress(n: int) -> None:
+                nonlocal done
+                done += n
+                print(f"  {label} level {level}: {done}/{len(tasks)} held-out episodes", flush=True)
+
+            return await resolved_rate(cfg, engine, tokenizer, tasks, level, on_episode=progress if label else None)
         finally:
             await engine.close()
 
