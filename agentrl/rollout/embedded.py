@@ -355,13 +355,7 @@ class EmbeddedEngine:
             hit = [r for r in self._rows + self._pending if prefix is None or (r.rid or "").startswith(prefix)]
             for req in hit:
                 self._finish(req, "abort")
-            keep = [i for i, r in enumerate(self._rows) if r not in hit]
-            if len(keep) != len(self._rows):
-                self._rows = [self._rows[i] for i in keep]
-                if keep:
-                    self._batch.keep(keep)
-                else:
-                    self._batch = None
+            self._keep_rows([i for i, r in enumerate(self._rows) if r not in hit])
             self._pending = [r for r in self._pending if r not in hit]
             return len(hit)
         raise EngineError(f"unknown control message {kind!r}")
@@ -416,12 +410,17 @@ class EmbeddedEngine:
                 keep.append(i)
             else:
                 self._finish(req, *reason)
-        if len(keep) != len(self._rows):
-            self._rows = [self._rows[i] for i in keep]
-            if keep:
-                self._batch.keep(keep)
-            else:
-                self._batch = None
+        self._keep_rows(keep)
+
+    def _keep_rows(self, keep: list[int]) -> None:
+        """Keep only these rows of the running batch (and their KV); an empty list ends the batch."""
+        if len(keep) == len(self._rows):
+            return
+        self._rows = [self._rows[i] for i in keep]
+        if keep:
+            self._batch.keep(keep)
+        else:
+            self._batch = None
 
     def _finish_reason(self, req: _Request) -> tuple[str, Any] | None:
         """("stop", matched) / ("length", None) if req is done after its latest token, else None."""
