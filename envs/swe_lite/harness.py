@@ -37,7 +37,6 @@ import ast  # noqa: E402  (imports after the nonce: nothing may read stdin first
 import builtins  # noqa: E402, F401  (watched below)
 import json  # noqa: E402
 import json.encoder  # noqa: E402
-import marshal  # noqa: E402
 import types  # noqa: E402
 
 import _pytest.assertion.rewrite  # noqa: E402
@@ -57,7 +56,7 @@ STACK = ("pytest", "_pytest", "pluggy", "iniconfig", "packaging", "py", "excepti
 WATCHED_MODULES = ("builtins", "pytest", "_pytest.python", "_pytest.runner", "_pytest.reports", "_pytest.skipping",
                    "_pytest.main", "_pytest.outcomes", "_pytest.fixtures", "_pytest.nodes", "_pytest.python_api",
                    "_pytest.assertion.rewrite", "pluggy", "pluggy._callers", "pluggy._hooks", "pluggy._manager",
-                   "pluggy._result", "json", "json.encoder", "marshal", "__main__")
+                   "pluggy._result", "json", "json.encoder", "__main__")
 WATCHED_FUNCS = ((sys, ("exit", "_getframe", "settrace", "setprofile", "excepthook")),
                  (os, ("_exit", "kill", "killpg", "fork", "write", "dup2", "abort")))
 MAX_TEXT = 4000
@@ -206,7 +205,9 @@ class GraderPlugin:
             if path not in cache:
                 cache[path] = _expected_code(str(item.path), self.sources[path], config)
             expected = cache[path].get(fn.__qualname__.replace(".<locals>", ""))
-            if expected is None or marshal.dumps(expected) != marshal.dumps(fn.__code__):
+            # code objects compare by bytecode, constants (nested code included), names and line table; not by
+            # marshal bytes, which mark shared objects by reference count and so differ for equal code
+            if expected is None or expected != fn.__code__:
                 self.flag([f"{item.nodeid}: the test's code differs from the task's test file"])
                 continue
             item.obj = self._wrap(item.nodeid, target, fn, fn.__code__)
