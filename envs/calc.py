@@ -14,6 +14,7 @@ import operator
 from dataclasses import dataclass
 from typing import Any
 
+from agentrl import safe_ast
 from agentrl.agent_env import AgentEnv
 from agentrl.tool_calls import FormatError, format_call, function_tool
 from agentrl.types import Message, tool, user
@@ -96,7 +97,7 @@ def calculate(expression: str) -> str:
 
     text = expression.replace("×", "*").replace("÷", "/").replace("^", "**").strip()
     try:
-        value = ev(ast.parse(text, mode="eval").body)
+        value = ev(safe_ast.parse(text, mode="eval").body)
     except ZeroDivisionError:
         return "Error: division by zero"
     except (SyntaxError, ValueError, TypeError, OverflowError, RecursionError) as e:

@@ -20,6 +20,8 @@ import threading
 from collections import deque
 from dataclasses import dataclass
 
+from agentrl import safe_ast
+
 LEVELS = (0, 1, 2)
 AUTO = "auto"
 _CODE_BLOCK = re.compile(r"\n*```[^\n]*\n.*?```\n*", re.DOTALL)
@@ -79,7 +81,7 @@ def fix_site(task) -> FixSite | None:
     qualname, start, end = "", lines[0], lines[-1]
     hint = str(task.mutation.get("function") or task.mutation.get("target", "")).split("::")[-1]
     try:
-        funcs = list(_functions(ast.parse(buggy[path])))
+        funcs = list(_functions(safe_ast.parse(buggy[path])))
     except SyntaxError:
         funcs = []
     holding = [(name, *_span(node)) for name, node in funcs
@@ -113,7 +115,7 @@ def _called(code: str) -> str | None:
     """The last function or method an inline code span calls (`Account(1).withdraw(-5)` → `withdraw`; also in an
     assignment or a statement: `cache = make(("a", 1))` → `make`)."""
     try:
-        tree = ast.parse(code.strip(), mode="exec")
+        tree = safe_ast.parse(code.strip(), mode="exec")
     except SyntaxError:
         return None
     if len(tree.body) != 1 or not isinstance(tree.body[0], ast.Expr | ast.Assign | ast.AnnAssign | ast.AugAssign):

@@ -12,6 +12,8 @@ import random
 import re
 import textwrap
 
+from agentrl import safe_ast
+
 _RAISED = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt)\b")
 TEMPLATES = (
     "{summary}\n\nTo reproduce:\n\n```python\n{code}\n```\n\n{observed}",
@@ -55,7 +57,7 @@ def _seg(source: str, node: ast.AST) -> str:
 def _names_used(source: str, code: str, public: list[str]) -> list[str]:
     """Public names of the module that the reproduction calls, in order of appearance."""
     used = []
-    for node in ast.walk(ast.parse(code)):
+    for node in ast.walk(safe_ast.parse(code)):
         name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
         if name in public and name not in used:
             used.append(name)
@@ -98,7 +100,7 @@ def describe(stmt: ast.stmt, source: str, error: str) -> tuple[str, str]:
 def problem_statement(test_source: str, test_name: str, failure_text: str, module: str,
                       public: list[str], rng: random.Random) -> str:
     """An issue text for the failing test `test_name` of `test_source` (the test's name is never used)."""
-    tree = ast.parse(test_source)
+    tree = safe_ast.parse(test_source)
     func = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == test_name)
     stmt = _statement_at(func, test_source, _failing_line(failure_text))
     upto = func.body[: func.body.index(stmt) + 1]
@@ -120,5 +122,5 @@ def problem_statement(test_source: str, test_name: str, failure_text: str, modul
 
 def public_names(module_source: str) -> list[str]:
     """Top-level functions and classes of a module that do not start with an underscore."""
-    return [n.name for n in ast.parse(module_source).body
+    return [n.name for n in safe_ast.parse(module_source).body
             if isinstance(n, ast.FunctionDef | ast.ClassDef) and not n.name.startswith("_")]

@@ -23,6 +23,8 @@ import ast
 import sys
 from collections import Counter
 
+from agentrl import safe_ast
+
 TEST_STACK = frozenset({"pytest", "_pytest", "pluggy", "iniconfig", "packaging", "py", "attr", "attrs", "tomli",
                         "exceptiongroup", "importlib_metadata", "zipp", "more_itertools", "pkg_resources",
                         "typing_extensions", "hypothesis", "xdist", "pytest_timeout"})
@@ -77,7 +79,7 @@ def _uses(fn: ast.FunctionDef, name: str) -> bool:
 def hazards(source: str) -> set[tuple[str, str]]:
     """The (kind, detail) pairs of the constructs listed in the module docstring; a syntax error counts as none."""
     try:
-        tree = ast.parse(source)
+        tree = safe_ast.parse(source)
     except (SyntaxError, ValueError):
         return set()
     found: Counter = Counter()

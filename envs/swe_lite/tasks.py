@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -120,9 +121,10 @@ def _min_level(task: Task, where: str) -> int:
 
     try:
         return min_level(task)
-    except Exception as e:  # a gold patch that does not apply is the grader's problem; it is offered from level 1
+    except Exception as e:  # a gold patch that does not apply (or a snapshot it cannot be read in): name the task
         if task.patch.strip():
-            raise TaskError(f"{where}: the gold patch does not apply to the snapshot ({e})") from e
+            raise TaskError(f"{where}: task {task.instance_id}: the gold patch does not apply to the snapshot "
+                            f"({e})") from e
         return 1
 
 
@@ -146,6 +148,27 @@ def load_tasks(path: str | os.PathLike | None = None, split: str | None = None) 
     path = Path(path) if path else DEFAULT_TASKS
     tasks = [task_from_dict(r, f"{path}:{n}") for n, r in enumerate(read_jsonl(path), 1)]
     return select_split(tasks, split)
+
+
+def _parsed(path: Path) -> list[Task] | None:
+    """The tasks of a swe_lite JSONL (records carry `files`), parsed once per file version and shared.
+
+    Training builds an env per episode, often in several threads at once: parsing and checking ~2 MB of
+    tasks each time cost seconds and raced in CPython's ast. None when the records have no `files`.
+    Callers get a new list (the Task objects are shared: envs treat them as read-only)."""
+    st = path.stat()
+    key = (str(path.resolve()), st.st_mtime_ns, st.st_size)
+    with _LOAD_LOCK:
+        if key not in _LOADED:
+            records = read_jsonl(path)
+            if not all(r.get("files") for r in records):
+                return None
+            _LOADED[key] = [task_from_dict(r, f"{path}:{n}") for n, r in enumerate(records, 1)]
+        return list(_LOADED[key])
+
+
+_LOADED: dict[tuple[str, int, int], list[Task]] = {}
+_LOAD_LOCK = threading.Lock()
 
 
 def select_split(tasks: list[Task], split: str | None) -> list[Task]:
@@ -217,9 +240,12 @@ def load_any(tasks: str | os.PathLike | None, snapshots: str | os.PathLike | Non
     """
     if snapshots is None:
         path = Path(tasks) if tasks else DEFAULT_TASKS
+        if not path.is_file():
+            raise TaskError(f"task file {path} does not exist")
+        parsed = _parsed(path)
+        if parsed is not None:
+            return select_split(parsed, split)
         records = read_jsonl(path)
-        if all(r.get("files") for r in records):
-            return select_split([task_from_dict(r, f"{path}:{n}") for n, r in enumerate(records, 1)], split)
         guess = path.resolve().parent / "snapshots"
         if not guess.is_dir():
             bare = next(r.get("instance_id", f"line {n}") for n, r in enumerate(records, 1) if not r.get("files"))
