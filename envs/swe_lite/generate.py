@@ -27,7 +27,8 @@ Each task's `mutation` record says where the bug is (what difficulty levels and 
     original   the original text of those lines (no trailing newline)
     mutated    the text that replaced them in the buggy file ("" when the mutation deleted them)
     seed       the generation seed
-`Task.difficulty` is 1 when the mutation touches one line (the fix is a one-line edit), else 2.
+`Task.difficulty` is the lowest level the task is offered at (levels.min_level): 0 when the gold patch swaps one
+line for one line, else 1 (the loaders recompute it, so a stored value is never trusted).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from pathlib import Path
 
 from agentrl.envs.swe_lite import mutate
 from agentrl.envs.swe_lite.grading import REPO, SuiteRun, run_tests, setup_repo
+from agentrl.envs.swe_lite.levels import min_level
 from agentrl.envs.swe_lite.patches import make_diff, tree_id
 from agentrl.envs.swe_lite.statements import problem_statement, public_names
 from agentrl.envs.swe_lite.tasks import DEFAULT_TASKS, TEST_CMD, Task, load_tasks, write_tasks
@@ -196,8 +198,9 @@ class Generator:
             mutation={"operator": m.operator, "file": f"{module}.py", "function": m.function,
                       "target": f"{module}.py::{m.function}", "lineno": first_line, "lines": [first_line, last_line],
                       "original": before, "mutated": after, "seed": self.seed},
-            split=split, difficulty=1 if first_line == last_line else 2)
+            split=split)
         task.environment_setup_commit = task.base_commit
+        task.difficulty = min_level(task)  # the lowest level it is offered at (levels.py): 0 = a one-line fix
         return task
 
     def check_layout(self, task: Task) -> str | None:

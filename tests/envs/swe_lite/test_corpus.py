@@ -68,14 +68,16 @@ def test_shipped_tasks_follow_the_module_splits(tasks):
 
 
 def test_mutation_records_locate_the_bug(tasks):
+    from agentrl.envs.swe_lite.levels import min_level
+
     """file, function (qualified, private ones too), lines, original and mutated text match the snapshots;
-    the generator's difficulty (as written in the file) is 1 for a one-line mutation, else 2."""
+    the difficulty written in the file is the one the loaders compute (levels.min_level): one notion."""
     written = {r["instance_id"]: r["difficulty"] for r in read_jsonl(DEFAULT_TASKS)}
     for task in tasks:
         m = task.mutation
         first, last = m["lines"]
         assert m["lineno"] == first and m["target"] == f"{m['file']}::{m['function']}", task.instance_id
-        assert written[task.instance_id] == (1 if first == last else 2), task.instance_id
+        assert written[task.instance_id] == task.difficulty == min_level(task), task.instance_id
         gold = task.fixed_files()[m["file"]].splitlines()
         assert "\n".join(gold[first - 1:last]) == m["original"], task.instance_id
         buggy = task.files[m["file"]].splitlines()
