@@ -183,6 +183,11 @@ def test_server_killed_mid_request_fails_fast_or_fails_over(server_process, engi
             both = SGLangClient([dead_url, live_url], retry_deadline_s=10.0, backoff_s=0.1)
             try:
                 assert (await client.health()) == {dead_url: True}
+                # the server holds the request (paused by another client), so it is in flight when the server
+                # dies whatever the machine's speed: a random tiny model can stop on EOS within a second
+                pauser = SGLangClient(dead_url)
+                await pauser.pause("in_place")
+                await pauser.close()
                 task = asyncio.create_task(client.generate(prompts[0], SamplingParams(max_new_tokens=4000)))
                 await asyncio.sleep(1.0)
                 assert not task.done()
