@@ -43,16 +43,12 @@ from agentrl.trainer.checkpoint import (
     save_checkpoint,
 )
 from agentrl.trainer.collect import StepBatch
+from agentrl.trainer.env_factory import build_env_factory
 from agentrl.trainer.heldout import evaluate
 from agentrl.trainer.memory import build_optimizer
 from agentrl.trainer.monitor import Monitor
 from agentrl.trainer.pipeline import RolloutPipeline
 from agentrl.trainer.update import train_on_batch, update_config_from
-
-try:  # a factory sharing one SandboxPool across the run's envs, where the env accepts one
-    from agentrl.trainer.env_factory import build_env_factory
-except ImportError:
-    build_env_factory = None
 
 
 @dataclass
@@ -189,7 +185,7 @@ async def start(run: Run, *, init_from: str | None) -> None:
 
     cfg, monitor = run.cfg, run.monitor
     monitor.console.print(f"[bold]agentrl train[/] {cfg.env.name} → {run.run_dir}\n{budget_line(cfg)}")
-    env_factory, run.close_envs = _env_factory(cfg)
+    env_factory, run.close_envs = build_env_factory(cfg)  # one warm SandboxPool for the run where envs take pool=
     if cfg.sft.episodes and not run.checkpoint and not init_from:
         await run_sft(cfg, run.model, run.tokenizer, env_factory, monitor)
     run.engine = build_engine(cfg, run.model, run.tokenizer)
@@ -201,15 +197,6 @@ async def start(run: Run, *, init_from: str | None) -> None:
     if run.version:  # label the engine's (identical) weights with the resumed version: staleness is measured right
         await push_weights(run)
     run.pipeline.start()
-
-
-def _env_factory(cfg: Config):
-    """(a zero-argument env factory, an async close for what it shares or None)."""
-    if build_env_factory is not None:
-        return build_env_factory(cfg)
-    from agentrl.registry import make
-
-    return partial(make, cfg.env.name, **cfg.env.kwargs), None
 
 
 def _checkpoint_to_resume(resume: str | None, run_dir: Path) -> Path | None:
