@@ -161,6 +161,14 @@ def env_class(name: str) -> Any:
     return _load(spec.entry_point)
 
 
+def env_parameters(name: str) -> dict[str, inspect.Parameter] | None:
+    """The constructor parameters of env `name` (None when its callable has no readable signature)."""
+    try:
+        return dict(inspect.signature(env_class(name)).parameters)
+    except (TypeError, ValueError):
+        return None
+
+
 def check_kwargs(name: str, kwargs: dict[str, Any], key: str = "env.kwargs") -> None:
     """Refuse constructor kwargs the env class does not take, naming `key.<kwarg>` and the accepted ones.
 
@@ -168,9 +176,8 @@ def check_kwargs(name: str, kwargs: dict[str, Any], key: str = "env.kwargs") -> 
     rollout instead of turning every episode into a masked env error. Classes taking **kwargs accept anything.
     """
     cls = env_class(name)
-    try:
-        params = inspect.signature(cls).parameters
-    except (TypeError, ValueError):  # builtins or C callables without a signature: nothing to check
+    params = env_parameters(name)
+    if params is None:  # builtins or C callables without a signature: nothing to check
         return
     if any(p.kind is p.VAR_KEYWORD for p in params.values()):
         return

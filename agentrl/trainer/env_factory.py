@@ -17,27 +17,18 @@ from __future__ import annotations
 
 import asyncio
 import atexit
-import inspect
 from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any
 
-from agentrl.registry import env_class, make
-
-
-def env_parameters(name: str) -> set[str]:
-    """The keyword arguments the constructor of env `name` accepts (empty if it cannot be read)."""
-    try:
-        return set(inspect.signature(env_class(name)).parameters)
-    except (TypeError, ValueError):
-        return set()
+from agentrl.registry import env_class, env_parameters, make
 
 
 def build_env_factory(cfg) -> tuple[Callable[[], Any], Callable[[], Awaitable[None]]]:
     """(factory, async close): `factory()` makes cfg.env.name with cfg.env.kwargs plus the run's shared pool
     (and curriculum) where the env accepts them; `await close()` closes the pool's sandboxes."""
     kwargs = dict(cfg.env.kwargs)
-    params = env_parameters(cfg.env.name)
+    params = env_parameters(cfg.env.name) or {}
     local = getattr(getattr(cfg, "cluster", None), "backend", "local") != "ray"
     pool = None
     if local and "pool" in params and kwargs.get("pool") is None:
