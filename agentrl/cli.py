@@ -55,6 +55,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
+    from agentrl.sandboxes import reaper
+
+    reaper.install_sigterm_hook()  # a SIGTERM removes the sandboxes this process made, in any thread
     try:
         return int(args._module.run(args) or 0)
     except AgentRLError as e:

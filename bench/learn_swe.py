@@ -11,6 +11,8 @@ training (the corpus is split by module). Each rate has a 95% Wilson interval, a
 warm start on the same tasks by an exact paired sign test (McNemar) per level. Writes OUT/summary.json and
 OUT/dashboard.png (resolved rate per level and phase); the GRPO run keeps its own training dashboard.
 
+Every held-out episode is written as text to OUT/episodes_<phase>_level<L>.txt.
+
 `--quick` runs the whole pipeline on a tiny budget (2 held-out tasks at level 0, 4 expert episodes, one GRPO
 step of 2×2 episodes): a smoke run, not a measurement. A benchmark, not a test; the machine it ran on may be
 shared, so read the wall times as that.
@@ -108,7 +110,8 @@ def main(argv: list[str] | None = None) -> dict:
 
     def phase(name: str, model: str, train_s: float) -> None:
         for lv in levels:
-            h, eval_s = timed(evaluate_model, cfg, model, tasks[lv], lv, label=name)
+            episodes = out / f"episodes_{name.replace(' ', '_')}_level{lv}.txt"
+            h, eval_s = timed(evaluate_model, cfg, model, tasks[lv], lv, label=name, episodes_path=episodes)
             held[(name, lv)] = h
             rows.append({"phase": name, "level": lv, "resolved": h.mean, "ci95": [h.low, h.high], "n": h.n,
                          "masked": h.masked, "train_s": round(train_s, 1), "eval_s": round(eval_s, 1)})

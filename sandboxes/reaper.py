@@ -124,9 +124,18 @@ def track(sandbox) -> None:
             return
         _installed = True
         atexit.register(sweep)
-        if threading.current_thread() is threading.main_thread() and \
-                signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
-            signal.signal(signal.SIGTERM, _on_sigterm)
+    install_sigterm_hook()
+
+
+def install_sigterm_hook() -> bool:
+    """Sweep this process's sandboxes on SIGTERM (then die of it). Only the main thread may set a handler, and
+    sandboxes of a training run are made in worker threads, so entry points (the CLI, train, the swe_lite
+    evaluator) call this up front; True when the hook is in place. A handler someone else set is left alone."""
+    if threading.current_thread() is not threading.main_thread():
+        return signal.getsignal(signal.SIGTERM) is _on_sigterm
+    if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+        signal.signal(signal.SIGTERM, _on_sigterm)
+    return signal.getsignal(signal.SIGTERM) is _on_sigterm
 
 
 def sweep() -> None:

@@ -34,6 +34,7 @@ import torch
 from agentrl.cluster import EpisodeBackend, build_backend
 from agentrl.config import Config, dump_config
 from agentrl.errors import ConfigError
+from agentrl.sandboxes import reaper
 from agentrl.trainer.abort import MaskedEpisodeGuard
 from agentrl.trainer.checkpoint import (
     is_complete,
@@ -126,6 +127,7 @@ def budget_line(cfg: Config) -> str:
 
 def train(cfg: Config, *, resume: str | None = None, init_from: str | None = None, console=None) -> RunResult:
     """Run GRPO training per cfg; returns where the checkpoint, metrics and plot are."""
+    reaper.install_sigterm_hook()  # sandboxes are made in worker threads: a SIGTERM must still remove them
     return asyncio.run(_train(cfg, resume=resume, init_from=init_from, console=console))
 
 

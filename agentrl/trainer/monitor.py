@@ -15,6 +15,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 
+PLAIN_EVERY_S = 30.0
+
+
 class Monitor:
     """Progress display plus metric sinks for one run directory."""
 
@@ -43,6 +46,9 @@ class Monitor:
         self._task = None
         self.total_steps = total_steps
         self.timings: dict[str, float] = {}
+        # a log file or a pipe gets no live bar: plain progress lines instead, at most one per PLAIN_EVERY_S
+        self.plain = not self.console.is_terminal
+        self._last_plain = 0.0
 
     def __enter__(self) -> Monitor:
         self.progress.start()
@@ -61,6 +67,7 @@ class Monitor:
         self._task = self.progress.add_task(
             "", total=episodes, label=label, step=step + 1, steps=steps or self.total_steps, phase="rollout", reward="-"
         )
+        self._plain_line(force=True)
 
     def episodes_done(self, n: int) -> None:
         """Advance the bar (called as groups finish)."""
@@ -69,17 +76,30 @@ class Monitor:
             if task.completed + n > (task.total or 0):
                 self.progress.update(self._task, total=task.completed + n)
             self.progress.advance(self._task, n)
+            self._plain_line(force=task.completed >= (task.total or 0))
 
     @contextmanager
     def phase(self, name: str):
         """Time a phase of the step (reported as timing/<name>_s) and show it."""
         if self._task is not None:
             self.progress.update(self._task, phase=name)
+            self._plain_line(force=True)
         t0 = time.perf_counter()
         try:
             yield
         finally:
             self.timings[f"timing/{name}_s"] = self.timings.get(f"timing/{name}_s", 0.0) + time.perf_counter() - t0
+
+    def _plain_line(self, *, force: bool) -> None:
+        """Without a terminal, say where the run is (label, step, phase, episodes done, elapsed) as one line."""
+        now = time.monotonic()
+        if not self.plain or self._task is None or (not force and now - self._last_plain < PLAIN_EVERY_S):
+            return
+        self._last_plain = now
+        task = self.progress.tasks[-1]
+        f = task.fields
+        self.console.print(f"{f['label']} {f['step']}/{f['steps']} {f['phase']}: {int(task.completed)}/{int(task.total or 0)} "
+                           f"episodes, {task.elapsed or 0.0:.0f}s", highlight=False)
 
     def log(self, step: int, metrics: dict[str, float]) -> None:
         """Append one step's metrics to metrics.jsonl and TensorBoard, and print a one-line summary."""

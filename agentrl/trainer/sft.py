@@ -58,7 +58,7 @@ def sft_step(model, optimizer, trajectories, *, micro_batch_tokens: int, chunk: 
     total = 0.0
     for micro in microbatches(mb, micro_batch_tokens):
         s, e = micro.start, micro.end
-        lp, _ = policy_logprobs(model, micro, mb.targets[s:e], temperature=1.0, chunk=chunk)
+        lp, _ = policy_logprobs(model, micro, mb.targets[s:e], temperature=1.0, chunk=chunk, mask=mb.loss_mask[s:e])
         loss = -(lp * mb.loss_mask[s:e]).sum() / max(n_tokens, 1.0)
         loss.backward()
         total += float(loss.detach())

@@ -25,8 +25,11 @@ def held_out_tasks(split: str = "test", level: int = 0, limit: int | None = None
 
 
 async def resolved_rate(cfg, engine, tokenizer, tasks: list[Task], level: int, *, concurrency: int | None = None,
-                        on_episode=None) -> HeldOut:
-    """Greedy episodes of `engine`, one per task at `level`; HeldOut keyed by task index (resolved = 1.0)."""
+                        on_episode=None, episodes_path=None) -> HeldOut:
+    """Greedy episodes of `engine`, one per task at `level`; HeldOut keyed by task index (resolved = 1.0).
+
+    With `episodes_path`, every episode is written there as readable text (task, verdict, the whole exchange):
+    what the model actually did, for reading a rate of 0 as format errors, wrong edits or wrong fixes."""
     from agentrl.registry import make
     from agentrl.rollout.collector import collect_group
     from agentrl.trainer.collect import loop_config, trainable
@@ -46,6 +49,12 @@ async def resolved_rate(cfg, engine, tokenizer, tasks: list[Task], level: int, *
         return traj
 
     trajs = await asyncio.gather(*(one(t) for t in tasks))
+    if episodes_path is not None:
+        with open(episodes_path, "w") as f:
+            for task, traj in zip(tasks, trajs, strict=True):
+                info = traj.reward_info or {}
+                f.write(f"{task.instance_id}  level {level}  resolved={bool(info.get('resolved'))}  "
+                        f"exit={info.get('exit_reason', '')}\n{traj.render(tokenizer, max_chars=6000)}\n{'=' * 100}\n")
     per_task = {i: float(bool(t.reward_info.get("resolved"))) for i, t in enumerate(trajs) if trainable(t)}
     total = sum(per_task.values())
     low, high = wilson(total, len(per_task))
@@ -53,13 +62,16 @@ async def resolved_rate(cfg, engine, tokenizer, tasks: list[Task], level: int, *
                    masked=len(tasks) - len(per_task), per_task=per_task)
 
 
-def evaluate_model(cfg, model_name: str, tasks: list[Task], level: int, *, label: str = "") -> HeldOut:
+def evaluate_model(cfg, model_name: str, tasks: list[Task], level: int, *, label: str = "",
+                   episodes_path=None) -> HeldOut:
     """resolved_rate of a model (a name or a checkpoint's model directory) on its own embedded engine.
 
     With `label`, prints one progress line per finished episode (an evaluation takes minutes on a CPU)."""
     from agentrl.models import load_model, load_tokenizer
     from agentrl.rollout.embedded import EmbeddedEngine
+    from agentrl.sandboxes import reaper
 
+    reaper.install_sigterm_hook()
     tokenizer = load_tokenizer(model_name)
 
     async def go():
@@ -75,7 +87,7 @@ def evaluate_model(cfg, model_name: str, tasks: list[Task], level: int, *, label
             # every task at once: the engine batches their decode steps (a batch of 12 costs far less than 3 of 4
             # on a CPU), and greedy episodes do not depend on what runs beside them beyond kernel rounding
             return await resolved_rate(cfg, engine, tokenizer, tasks, level, concurrency=max(1, len(tasks)),
-                                       on_episode=progress if label else None)
+                                       on_episode=progress if label else None, episodes_path=episodes_path)
         finally:
             await engine.close()
 

@@ -1,7 +1,8 @@
 """Difficulty levels of a swe_lite task, rendered from one mutation, and the curriculum that moves between them.
 
-    level 0  the issue text, plus the file, the faulty function (internal ones too) and its source quoted;
-             offered only for tasks whose fix is a one-line edit (one line replaced by one line)
+    level 0  the issue text, plus the file, the faulty function (internal ones too) and its source quoted, and
+             the faulty line named and quoted; offered only for tasks whose fix is a one-line edit (one line
+             replaced by one line in place: a swap of two lines is not one)
     level 1  the issue text as generated (reproduction, failing call, expected vs actual)
     level 2  the symptom only: the issue text without any code block, so nothing can be run as is
 
@@ -47,8 +48,8 @@ class FixSite:
 
     @property
     def one_line(self) -> bool:
-        """True when the fix replaces exactly one line by one line."""
-        return len(self.removed) == 1 and len(self.added) == 1
+        """True when the fix replaces exactly one line by one line in place (a moved line is two edits)."""
+        return len(self.removed) == 1 and len(self.added) == 1 and len(self.changed) == 1
 
 
 def _functions(tree: ast.AST, prefix: str = ""):
@@ -149,10 +150,12 @@ def render(task, level: int) -> str:
     site = fix_site(task)
     if site is None or not site.one_line:
         raise LevelError(f"{task.instance_id}: level 0 needs a one-line fix (its Task.difficulty is {min_level(task)})")
-    source = "\n".join(task.files[site.path].splitlines()[site.start - 1: site.end])
+    lines = task.files[site.path].splitlines()
+    source = "\n".join(lines[site.start - 1: site.end])
     where = f"`{site.qualname}` in `{site.path}`" if site.qualname else f"`{site.path}`"
-    return (f"{statement}\n\nThe bug is in {where} (lines {site.start}-{site.end}); one line of it is wrong:\n\n"
-            f"```python\n{source}\n```\n\nThe fix changes that one line.")
+    (line,) = site.changed
+    return (f"{statement}\n\nThe bug is in {where} (lines {site.start}-{site.end}):\n\n```python\n{source}\n```\n\n"
+            f"Line {line} is wrong:\n\n```python\n{lines[line - 1]}\n```\n\nThe fix changes that one line.")
 
 
 class Curriculum:

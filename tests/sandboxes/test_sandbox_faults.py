@@ -66,20 +66,31 @@ def test_hanging_engine_fails_within_the_ping_timeout(monkeypatch, tmp_path):
 
 
 CHILD = """
-import os, signal, sys, time
-from agentrl.sandboxes import sandbox_factory
+import os, signal, sys, threading, time
+from agentrl.sandboxes import reaper, sandbox_factory
 from agentrl.sandboxes.base import SandboxConfig
-sb = sandbox_factory(sys.argv[1], SandboxConfig(memory_mb=256, workspace_mb=64, tmp_mb=32, ttl_s=float(sys.argv[2])))()
+make = sandbox_factory(sys.argv[1], SandboxConfig(memory_mb=256, workspace_mb=64, tmp_mb=32, ttl_s=float(sys.argv[2])))
+if len(sys.argv) > 4:  # like training: the entry point (cli, train) hooks SIGTERM, a worker thread makes the sandbox
+    if sys.argv[4] == "hooked":
+        reaper.install_sigterm_hook()
+    made = []
+    worker = threading.Thread(target=lambda: made.append(make()))
+    worker.start()
+    worker.join()
+    sb = made[0]
+else:
+    sb = make()
 print(sb.id, flush=True)
 os.kill(os.getpid(), getattr(signal, sys.argv[3]))
 time.sleep(30)
 """
 
 
-def _run_child(backend: str, ttl: float, sig: str) -> str:
-    """Start a 'trainer' that creates one sandbox and then dies of `sig`; return the sandbox id."""
+def _run_child(backend: str, ttl: float, sig: str, thread: str | None = None) -> str:
+    """Start a 'trainer' that creates one sandbox and then dies of `sig`; return the sandbox id. With `thread`
+    ("hooked" or "bare") the sandbox is made in a worker thread, after the entry point's hook or without it."""
     env = {**os.environ, "AGENTRL_SANDBOX_SESSION": reaper.SESSION_ID}
-    out = subprocess.run([sys.executable, "-c", CHILD, backend, str(ttl), sig], capture_output=True, env=env,
+    out = subprocess.run([sys.executable, "-c", CHILD, backend, str(ttl), sig, *([thread] if thread else [])], capture_output=True, env=env,
                          timeout=60)
     return out.stdout.decode().split()[0]
 
@@ -112,6 +123,19 @@ def test_reaper_removes_containers_of_dead_owners_only():
 def test_sigterm_sweeps_the_trainers_sandboxes():
     cid = _run_child("docker", ttl=600, sig="SIGTERM")
     assert not _container_exists(cid)
+
+
+@needs_docker
+def test_sigterm_sweeps_sandboxes_made_in_worker_threads_once_the_entry_point_hooks_it():
+    """Training makes its sandboxes in worker threads, where no signal handler can be set: `agentrl train` and
+    `make demo` used to leave their warm pool's containers behind on SIGTERM. Without the hook they still do."""
+    cid = _run_child("docker", ttl=600, sig="SIGTERM", thread="hooked")
+    assert not _container_exists(cid)
+    bare = _run_child("docker", ttl=600, sig="SIGTERM", thread="bare")
+    try:
+        assert _container_exists(bare)  # the gap the hook closes (the TTL or `agentrl sandbox reap` would remove it)
+    finally:
+        reaper.remove_container(docker_client(), bare)
 
 
 @needs_bwrap

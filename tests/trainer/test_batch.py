@@ -92,3 +92,35 @@ def test_row_layout_forward_equals_separate_forwards_and_plans_padded_area():
             alone = torch.log_softmax(model(mb.input_ids[s:e][None]).logits[0], -1)
             ref = alone.gather(-1, mb.targets[s:e, None])[:, 0]
             torch.testing.assert_close(lp_rows[s:e], ref, atol=1e-5, rtol=1e-5)
+
+
+def test_masked_logprobs_run_the_lm_head_on_policy_tokens_only_with_the_same_values_and_gradients():
+    """policy_logprobs(mask=...) equals the full computation on the policy's tokens (values and gradients) and
+    reads 0 elsewhere, where every consumer multiplies by the loss mask anyway."""
+    from agentrl.trainer.update import policy_logprobs
+
+    g = torch.Generator().manual_seed(1)
+    trajs = [
+        _traj(i, [[(int(x), int(x) % 3 == 0) for x in torch.randint(1, 500, (n,), generator=g)]])
+        for i, n in enumerate([11, 6, 9])
+    ]
+    mb = build_minibatch(trajs, [1.0, -1.0, 0.5])
+    (micro,) = microbatches(mb, token_budget=64)
+    action = mb.loss_mask > 0
+    assert 0 < int(action.sum()) < mb.num_tokens
+    grads = []
+    for mask in (None, mb.loss_mask):
+        model = load_model("tiny")
+        lp, ent = policy_logprobs(model, micro, mb.targets, temperature=0.7, chunk=4, entropy=True, mask=mask)
+        (lp * mb.advantages * mb.loss_mask).sum().backward()
+        grads.append({n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None})
+        if mask is None:
+            full_lp, full_ent = lp.detach(), ent
+        else:
+            torch.testing.assert_close(lp.detach()[action], full_lp[action], atol=1e-6, rtol=1e-5)
+            torch.testing.assert_close(ent[action], full_ent[action], atol=1e-6, rtol=1e-5)
+            assert bool((lp.detach()[~action] == 0).all()) and bool((ent[~action] == 0).all())
+    assert grads[0].keys() == grads[1].keys()
+    for name in grads[0]:
+        # fp32 sums over differently chunked rows: equal up to rounding (~1e-6 of the largest entry)
+        torch.testing.assert_close(grads[1][name], grads[0][name], atol=2e-5, rtol=1e-4, msg=name)

@@ -18,6 +18,12 @@ def patch_lines(task) -> tuple[list[str], list[str]]:
     return [ln[1:] for ln in body if ln.startswith("-")], [ln[1:] for ln in body if ln.startswith("+")]
 
 
+def in_place(task) -> bool:
+    """True when the gold patch's one removed line is directly followed by its one added line (not a move)."""
+    body = [ln for ln in task.patch.splitlines() if ln.startswith(("-", "+")) and not ln.startswith(("---", "+++"))]
+    return [ln[0] for ln in body] == ["-", "+"]
+
+
 @pytest.fixture(scope="module")
 def tasks():
     return load_tasks()
@@ -26,8 +32,10 @@ def tasks():
 def test_difficulty_is_the_lowest_level_and_means_a_one_line_fix(tasks):
     for task in tasks:
         removed, added = patch_lines(task)
-        assert task.difficulty == (0 if len(removed) == len(added) == 1 else 1), task.instance_id
+        assert task.difficulty == (0 if len(removed) == len(added) == 1 and in_place(task) else 1), task.instance_id
     assert {t.difficulty for t in tasks} == {0, 1}
+    swaps = [t for t in tasks if t.mutation["operator"] == "swap_stmts"]
+    assert swaps and all(t.difficulty == 1 for t in swaps)  # a moved line is two edits, not a one-line fix
 
 
 def test_level_0_quotes_file_function_and_source_of_the_faulty_line(tasks):
@@ -40,10 +48,13 @@ def test_level_0_quotes_file_function_and_source_of_the_faulty_line(tasks):
         removed, _ = patch_lines(task)
         assert text.startswith(task.problem_statement.strip())  # today's statement, reproduction included
         assert f"`{path}`" in text and f"`{qualname}`" in text, task.instance_id
-        quoted = re.findall(r"```python\n(.*?)```", text, re.S)[-1]
-        assert removed[0] in quoted.splitlines(), task.instance_id  # the faulty line, verbatim
-        assert quoted.strip() in task.files[path]  # the buggy source as the agent will find it
-        assert f"def {qualname.split('.')[-1]}(" in quoted
+        function, faulty = re.findall(r"```python\n(.*?)```", text, re.S)[-2:]
+        assert removed[0] in function.splitlines(), task.instance_id  # the faulty line, verbatim, in its function
+        assert function.strip() in task.files[path]  # the buggy source as the agent will find it
+        assert f"def {qualname.split('.')[-1]}(" in function
+        line = task.files[path].splitlines().index(removed[0]) + 1 if task.files[path].count(removed[0]) == 1 else None
+        assert faulty == removed[0] + "\n", task.instance_id  # named and quoted with its indentation: old_str as is
+        assert line is None or f"Line {line} is wrong" in text, task.instance_id
 
 
 def test_level_0_is_refused_for_a_larger_fix(tasks):
