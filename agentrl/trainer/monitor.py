@@ -14,7 +14,6 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-
 PLAIN_EVERY_S = 30.0
 
 

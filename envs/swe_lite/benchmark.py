@@ -67,9 +67,10 @@ def evaluate_model(cfg, model_name: str, tasks: list[Task], level: int, *, label
     """resolved_rate of a model (a name or a checkpoint's model directory) on its own embedded engine.
 
     With `label`, prints one progress line per finished episode (an evaluation takes minutes on a CPU)."""
+    from agentrl.sandboxes import reaper
+
     from agentrl.models import load_model, load_tokenizer
     from agentrl.rollout.embedded import EmbeddedEngine
-    from agentrl.sandboxes import reaper
 
     reaper.install_sigterm_hook()
     tokenizer = load_tokenizer(model_name)
