@@ -15,6 +15,9 @@ import torch
 from transformers import DynamicCache
 from transformers.cache_utils import DynamicLayer
 
+PREFILL_TOKEN_BUDGET = 8192
+"""Padded prompt positions per prefill forward (rows × longest row); a longer prompt gets a forward of its own."""
+
 
 def new_cache(model) -> DynamicCache:
     """An empty DynamicCache for model; refuses layer kinds whose state cannot be padded or re-batched."""
@@ -50,17 +53,48 @@ class KVBatch:
         return self.mask.shape[0]
 
     @classmethod
-    def prefill(cls, model, prompts: list[list[int]], device: torch.device) -> tuple[KVBatch, torch.Tensor, int]:
-        """Run the prompts (left padded, duplicates once) through model.
+    def prefill(cls, model, prompts: list[list[int]], device: torch.device,
+                token_budget: int = PREFILL_TOKEN_BUDGET) -> tuple[KVBatch, torch.Tensor, int]:
+        """Run the prompts (left padded, duplicates once) through model, in chunks of similar length.
 
-        Returns (batch, logits (B, V) at each prompt's last position, number of prompt tokens computed).
+        Unique prompts are sorted by length and prefilled `token_budget` padded positions at a time (a chunk
+        holds at least one prompt), then merged: one padded forward over dozens of long prompts builds a
+        (rows, heads, L, L) attention mask and pads every row to the longest (a swe_lite evaluation admits
+        75 prompts of ~1k tokens at once). Returns (batch, logits (B, V) at each prompt's last
+        position, number of prompt tokens computed).
         """
         unique: dict[tuple[int, ...], int] = {}
         index = [unique.setdefault(tuple(p), len(unique)) for p in prompts]
-        width = max(len(p) for p in unique)
-        ids = torch.zeros((len(unique), width), dtype=torch.long)
-        mask = torch.zeros((len(unique), width), dtype=torch.long)
-        for row, prompt in enumerate(unique):
+        keys = list(unique)
+        order = sorted(range(len(keys)), key=lambda i: -len(keys[i]))
+        batch, parts, chunk = None, [], []
+        for n, u in enumerate(order):
+            chunk.append(u)
+            nxt = order[n + 1] if n + 1 < len(order) else None
+            # sorted longest first: the chunk's width is its first prompt's length
+            if nxt is None or (len(chunk) + 1) * len(keys[chunk[0]]) > token_budget:
+                part, logits = cls._prefill_rows(model, [list(keys[i]) for i in chunk], device)
+                if batch is None:
+                    batch = part
+                else:
+                    batch.merge(part)
+                parts.append(logits)
+                chunk = []
+        logits = torch.cat(parts)  # rows in `order`
+        position = {u: row for row, u in enumerate(order)}
+        rows = torch.tensor([position[u] for u in index], dtype=torch.long, device=device)
+        if rows.tolist() != list(range(len(order))):
+            batch._select(rows)
+            logits = logits[rows]
+        return batch, logits, sum(len(p) for p in unique)
+
+    @classmethod
+    def _prefill_rows(cls, model, prompts: list[list[int]], device: torch.device) -> tuple[KVBatch, torch.Tensor]:
+        """One left-padded forward over distinct prompts: (batch, last-position logits (B, V) in float32)."""
+        width = max(len(p) for p in prompts)
+        ids = torch.zeros((len(prompts), width), dtype=torch.long)
+        mask = torch.zeros((len(prompts), width), dtype=torch.long)
+        for row, prompt in enumerate(prompts):
             ids[row, width - len(prompt) :] = torch.tensor(prompt, dtype=torch.long)
             mask[row, width - len(prompt) :] = 1
         ids, mask = ids.to(device), mask.to(device)
@@ -70,13 +104,7 @@ class KVBatch:
             input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True, logits_to_keep=1,
             **{cache_kwarg(model): cache},
         )
-        logits = out.logits[:, -1, :].float()  # (U, V)
-        batch = cls(cache, mask, mask.sum(-1))
-        if len(unique) != len(prompts):
-            rows = torch.tensor(index, dtype=torch.long, device=device)
-            batch._select(rows)
-            logits = logits[rows]
-        return batch, logits, sum(len(p) for p in unique)
+        return cls(cache, mask, mask.sum(-1)), out.logits[:, -1, :].float()
 
     def step(self, model, tokens: torch.Tensor) -> torch.Tensor:
         """Feed one token per row (B,); returns the next-token logits (B, V) in float32."""

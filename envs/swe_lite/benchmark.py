@@ -17,6 +17,10 @@ from agentrl.envs.swe_lite.tasks import Task, load_any
 from agentrl.trainer.heldout import HeldOut, wilson
 
 
+EVAL_WALL_CLOCK_S = 6 * 3600.0
+"""Episode wall-clock budget of a held-out evaluation: a backstop only (see resolved_rate)."""
+
+
 def held_out_tasks(split: str = "test", level: int = 0, limit: int | None = None, tasks=None,
                    snapshots=None) -> list[Task]:
     """The tasks of `split` offered at `level` (level 0: one-line fixes), in file order, at most `limit`."""
@@ -34,10 +38,15 @@ async def resolved_rate(cfg, engine, tokenizer, tasks: list[Task], level: int, *
     from agentrl.rollout.collector import collect_group
     from agentrl.trainer.collect import loop_config, trainable
 
-    kwargs = {**cfg.env.kwargs, **cfg.env.eval_kwargs, "level": level, "shaped_reward": False}
+    # Every task is admitted at once, so an episode also waits for the other episodes' prefill and decode: a
+    # wall-clock budget (the loop's episode_timeout_s, the env's wall_clock_s) would count that queueing against
+    # the model (75 level-0 episodes all ended as `timeout` after their first edit). Episodes stay bounded by
+    # max_turns × max_new_tokens and the env's per-command timeouts.
+    kwargs = {**cfg.env.kwargs, **cfg.env.eval_kwargs, "level": level, "shaped_reward": False,
+              "wall_clock_s": EVAL_WALL_CLOCK_S}
     kwargs.pop("split", None)
     kwargs.pop("curriculum", None)
-    loop_cfg = replace(loop_config(cfg), temperature=0.0, top_p=1.0, top_k=-1)
+    loop_cfg = replace(loop_config(cfg), temperature=0.0, top_p=1.0, top_k=-1, timeout_s=EVAL_WALL_CLOCK_S)
     semaphore = asyncio.Semaphore(concurrency or cfg.rollout.concurrency)
 
     async def one(task: Task):

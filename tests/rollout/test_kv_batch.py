@@ -1,0 +1,39 @@
+"""KVBatch prefill in length-sorted chunks equals one padded forward: the same last-position logits and the
+same next-step logits, rows back in request order, duplicate prompts prefilled once."""
+
+from __future__ import annotations
+
+import torch
+
+from agentrl.models import load_model
+from agentrl.rollout.kv_batch import KVBatch
+
+
+def test_chunked_prefill_equals_one_forward_and_keeps_request_order():
+    model = load_model("tiny").eval()
+    g = torch.Generator().manual_seed(0)
+    lengths = [5, 40, 17, 40, 3, 29, 11]
+    prompts = [torch.randint(1, 500, (n,), generator=g).tolist() for n in lengths]
+    prompts.insert(4, list(prompts[1]))  # a duplicate: computed once, its row copied
+    device = torch.device("cpu")
+    with torch.no_grad():
+        whole, whole_logits, whole_n = KVBatch.prefill(model, prompts, device, token_budget=10**9)
+        chunked, chunked_logits, chunked_n = KVBatch.prefill(model, prompts, device, token_budget=64)
+        assert whole_n == chunked_n == sum(lengths)  # the duplicate is not computed again
+        torch.testing.assert_close(chunked_logits, whole_logits, atol=1e-5, rtol=1e-5)
+        assert chunked.next_pos.tolist() == [len(p) for p in prompts]
+        for row, prompt in enumerate(prompts):  # each row, alone, gives the same logits: order is the request's
+            alone = model(torch.tensor([prompt])).logits[0, -1]
+            torch.testing.assert_close(chunked_logits[row], alone, atol=1e-5, rtol=1e-5)
+        tokens = torch.randint(1, 500, (len(prompts),), generator=g)
+        torch.testing.assert_close(chunked.step(model, tokens), whole.step(model, tokens), atol=1e-5, rtol=1e-5)
+
+
+def test_a_prompt_longer_than_the_budget_gets_a_forward_of_its_own():
+    model = load_model("tiny").eval()
+    prompts = [list(range(1, 30)), list(range(2, 9)), list(range(3, 12))]
+    with torch.no_grad():
+        batch, logits, n = KVBatch.prefill(model, prompts, torch.device("cpu"), token_budget=8)
+        whole, whole_logits, _ = KVBatch.prefill(model, prompts, torch.device("cpu"))
+    assert n == 29 + 7 + 9 and batch.size == 3
+    torch.testing.assert_close(logits, whole_logits, atol=1e-5, rtol=1e-5)
