@@ -16,7 +16,6 @@ from agentrl.envs.swe_lite.tasks import Task, load_any
 
 from agentrl.trainer.heldout import HeldOut, wilson
 
-
 EVAL_WALL_CLOCK_S = 6 * 3600.0
 """Episode wall-clock budget of a held-out evaluation: a backstop only (see resolved_rate)."""
 
