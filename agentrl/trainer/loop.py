@@ -307,12 +307,15 @@ async def teardown(run: Run) -> None:
 
 
 def finish(run: Run) -> RunResult:
-    """Plot the run and say where its outputs are."""
-    plot = _plot(run.run_dir, run.monitor)
-    run.monitor.console.print(
-        f"[bold green]done[/]: checkpoint {run.checkpoint}\n      metrics {run.monitor.metrics_path}\n"
-        f"      plot {plot}"
-    )
+    """Plot the run and say where its outputs are (a warm-start-only run has no step metrics to plot)."""
+    metrics = run.monitor.metrics_path
+    if metrics.exists():
+        plot = _plot(run.run_dir, run.monitor)
+        where = f"      metrics {metrics}\n      plot {plot}"
+    else:
+        plot, sft = None, run.run_dir / "sft_metrics.jsonl"
+        where = f"      metrics {sft if sft.exists() else 'none (no training step ran)'}"
+    run.monitor.console.print(f"[bold green]done[/]: checkpoint {run.checkpoint}\n{where}")
     return RunResult(run_dir=run.run_dir, checkpoint=run.checkpoint, metrics=run.monitor.metrics_path, plot=plot)
 
 

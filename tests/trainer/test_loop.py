@@ -125,6 +125,22 @@ def test_one_training_step_on_calc_with_warm_start(tmp_path):
     assert sft and all(math.isfinite(x["sft/loss"]) for x in sft)
 
 
+def test_a_warm_start_only_run_says_where_its_sft_metrics_are_and_plots_nothing(tmp_path):
+    """trainer.steps=0 (what bench/learn_swe.py runs for its warm start): no step metrics, so no plot, and no
+    'plot skipped: ... metrics.jsonl does not exist' warning."""
+    import io
+
+    from rich.console import Console
+
+    out = io.StringIO()
+    cfg = _cfg(tmp_path, "calc", "sft.episodes=2", "sft.epochs=1", "trainer.steps=0",
+               "rollout.max_context_tokens=1024", "rollout.max_new_tokens=64", "rollout.max_turns=3")
+    result = train(cfg, console=Console(file=out, width=300))
+    text = out.getvalue()
+    assert result.plot is None and result.checkpoint is not None and "plot skipped" not in text
+    assert f"metrics {result.run_dir / 'sft_metrics.jsonl'}" in text
+
+
 def test_microbatch_split_does_not_change_the_update(tmp_path):
     """Guards the global token denominator: per-micro-batch normalization would change the update when the
     token budget changes (the weights after one step must agree within 1e-6)."""
