@@ -3,8 +3,9 @@
 Rows can leave (finished requests are dropped before the next forward, and padding columns that no row needs
 any more are trimmed) and rows can join (a freshly prefilled batch is merged in at a step boundary by left-padding
 the shorter cache). Identical prompts are prefilled once and their cache rows copied, so a GRPO group's shared
-prompt costs one prefill. Positions come from the attention mask, so a row's logits do not depend on how much
-padding it carries (up to floating-point reduction order).
+prompt costs one prefill, and a prefix that several prompts share (the system prompt; a group's first turn in
+its later turns) is computed once per prefill chunk. Positions come from the attention mask, so a row's logits
+do not depend on how much padding it carries, at the left or in the middle (up to floating-point reduction order).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from transformers.cache_utils import DynamicLayer
 
 PREFILL_TOKEN_BUDGET = 8192
 """Padded prompt positions per prefill forward (rows × longest row); a longer prompt gets a forward of its own."""
+MIN_SHARED_PREFIX = 32
+"""A prefix shared by a prefill chunk's prompts runs once from this many tokens on."""
 
 
 def new_cache(model) -> DynamicCache:
@@ -53,58 +56,73 @@ class KVBatch:
         return self.mask.shape[0]
 
     @classmethod
-    def prefill(cls, model, prompts: list[list[int]], device: torch.device,
-                token_budget: int = PREFILL_TOKEN_BUDGET) -> tuple[KVBatch, torch.Tensor, int]:
-        """Run the prompts (left padded, duplicates once) through model, in chunks of similar length.
+    def prefill(cls, model, prompts: list[list[int]], device: torch.device, token_budget: int = PREFILL_TOKEN_BUDGET,
+                min_shared: int = MIN_SHARED_PREFIX) -> tuple[KVBatch, torch.Tensor, int]:
+        """Run the prompts through model in chunks, computing each shared prefix once; duplicates run once.
 
-        Unique prompts are sorted by length and prefilled `token_budget` padded positions at a time (a chunk
-        holds at least one prompt), then merged: one padded forward over dozens of long prompts builds a
-        (rows, heads, L, L) attention mask and pads every row to the longest (a swe_lite evaluation admits
-        75 prompts of ~1k tokens at once). Returns (batch, logits (B, V) at each prompt's last
-        position, number of prompt tokens computed).
+        Unique prompts are sorted (token order, so prompts that share a beginning sit together) and prefilled
+        at most `token_budget` padded positions (rows × longest) at a time, then merged: one padded forward
+        over dozens of long prompts would build a (rows, heads, L, L) attention mask and pad every row to the
+        longest (a swe_lite evaluation admits 75 prompts of ~1k tokens at once). Within a chunk, the prefix
+        all its prompts share (the system prompt and tool specs; a GRPO group's whole first turn in its later
+        turns) runs once when it is at least `min_shared` tokens. Returns (batch, logits (B, V) at each
+        prompt's last position, number of prompt tokens computed).
         """
         unique: dict[tuple[int, ...], int] = {}
         index = [unique.setdefault(tuple(p), len(unique)) for p in prompts]
         keys = list(unique)
-        order = sorted(range(len(keys)), key=lambda i: -len(keys[i]))
-        batch, parts, chunk = None, [], []
-        for n, u in enumerate(order):
-            chunk.append(u)
-            nxt = order[n + 1] if n + 1 < len(order) else None
-            # sorted longest first: the chunk's width is its first prompt's length
-            if nxt is None or (len(chunk) + 1) * len(keys[chunk[0]]) > token_budget:
-                part, logits = cls._prefill_rows(model, [list(keys[i]) for i in chunk], device)
-                if batch is None:
-                    batch = part
-                else:
-                    batch.merge(part)
-                parts.append(logits)
-                chunk = []
+        order = sorted(range(len(keys)), key=lambda i: keys[i])
+        batch, parts, computed = None, [], 0
+        for chunk in _chunks([keys[i] for i in order], token_budget, min_shared):
+            part, logits, done = cls._prefill_rows(model, [list(keys[order[i]]) for i in chunk], device, min_shared)
+            if batch is None:
+                batch = part
+            else:
+                batch.merge(part)
+            parts.append(logits)
+            computed += done
         logits = torch.cat(parts)  # rows in `order`
         position = {u: row for row, u in enumerate(order)}
         rows = torch.tensor([position[u] for u in index], dtype=torch.long, device=device)
         if rows.tolist() != list(range(len(order))):
             batch._select(rows)
             logits = logits[rows]
-        return batch, logits, sum(len(p) for p in unique)
+        return batch, logits, computed
 
     @classmethod
-    def _prefill_rows(cls, model, prompts: list[list[int]], device: torch.device) -> tuple[KVBatch, torch.Tensor]:
-        """One left-padded forward over distinct prompts: (batch, last-position logits (B, V) in float32)."""
-        width = max(len(p) for p in prompts)
-        ids = torch.zeros((len(prompts), width), dtype=torch.long)
-        mask = torch.zeros((len(prompts), width), dtype=torch.long)
-        for row, prompt in enumerate(prompts):
-            ids[row, width - len(prompt) :] = torch.tensor(prompt, dtype=torch.long)
-            mask[row, width - len(prompt) :] = 1
-        ids, mask = ids.to(device), mask.to(device)
-        positions = (mask.cumsum(-1) - 1).clamp(min=0)  # (U, L)
+    def _prefill_rows(cls, model, prompts: list[list[int]], device: torch.device,
+                      min_shared: int) -> tuple[KVBatch, torch.Tensor, int]:
+        """One chunk: (batch, last-position logits (B, V) in float32, tokens computed).
+
+        Rows are [shared prefix | left padding | own suffix]; positions come from the mask, so the padding in
+        the middle changes nothing (decode steps and merges already rely on that)."""
+        shared = _common_prefix(prompts) if len(prompts) > 1 else 0
+        shared = min(shared, min(len(p) for p in prompts) - 1)  # every row keeps ≥ 1 token of its own
         cache = new_cache(model)
+        if shared < min_shared:
+            shared = 0
+        else:
+            model(input_ids=torch.tensor([prompts[0][:shared]], device=device),
+                  position_ids=torch.arange(shared, device=device)[None], use_cache=True, logits_to_keep=1,
+                  **{cache_kwarg(model): cache})
+            for layer in cache.layers:
+                layer.keys = layer.keys.repeat(len(prompts), 1, 1, 1)
+                layer.values = layer.values.repeat(len(prompts), 1, 1, 1)
+        tails = [p[shared:] for p in prompts]
+        width = max(len(t) for t in tails)
+        ids = torch.zeros((len(tails), width), dtype=torch.long)
+        own = torch.zeros((len(tails), width), dtype=torch.long)
+        for row, tail in enumerate(tails):
+            ids[row, width - len(tail) :] = torch.tensor(tail, dtype=torch.long)
+            own[row, width - len(tail) :] = 1
+        ids, own = ids.to(device), own.to(device)
+        mask = torch.cat([own.new_ones((len(tails), shared)), own], dim=1)
+        positions = shared + (own.cumsum(-1) - 1).clamp(min=0)  # (U, W)
         out = model(
             input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True, logits_to_keep=1,
             **{cache_kwarg(model): cache},
         )
-        return cls(cache, mask, mask.sum(-1)), out.logits[:, -1, :].float()
+        return cls(cache, mask, mask.sum(-1)), out.logits[:, -1, :].float(), shared + sum(len(t) for t in tails)
 
     def step(self, model, tokens: torch.Tensor) -> torch.Tensor:
         """Feed one token per row (B,); returns the next-token logits (B, V) in float32."""
@@ -150,6 +168,41 @@ class KVBatch:
         for layer in self.cache.layers:
             layer.keys = layer.keys[rows]
             layer.values = layer.values[rows]
+
+
+def _chunks(prompts: list, token_budget: int, min_shared: int) -> list[list[int]]:
+    """Indices of sorted `prompts` cut into prefill chunks: runs that share ≥ min_shared leading tokens stay
+    together (so their prefix runs once), the others are packed side by side; no chunk holds more than
+    token_budget padded positions (rows × longest) unless one prompt alone does."""
+    runs: list[list[int]] = []
+    common = 0
+    for i, p in enumerate(prompts):
+        if runs and (c := _common_prefix([prompts[runs[-1][0]][:common], p])) >= min_shared:
+            runs[-1].append(i)
+            common = c
+        else:
+            runs.append([i])
+            common = len(p)
+    chunks: list[list[int]] = []
+    loose = False  # the last chunk holds runs of one (nothing shared), so the next such run may join it
+    for run in runs:
+        if not (loose and len(run) == 1):
+            chunks.append([])
+        loose = len(run) == 1
+        for i in run:
+            chunk = chunks[-1]
+            if chunk and (len(chunk) + 1) * max(len(prompts[j]) for j in [*chunk, i]) > token_budget:
+                chunks.append([])
+            chunks[-1].append(i)
+    return chunks
+
+
+def _common_prefix(prompts: list[list[int]]) -> int:
+    """Length of the longest prefix every prompt starts with."""
+    first, n = prompts[0], min(len(p) for p in prompts)
+    for p in prompts[1:]:
+        n = next((i for i in range(n) if p[i] != first[i]), n)
+    return n
 
 
 def _pad_left(t: torch.Tensor, n: int, dim: int) -> torch.Tensor:

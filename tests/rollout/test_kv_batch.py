@@ -1,5 +1,5 @@
-"""KVBatch prefill in length-sorted chunks equals one padded forward: the same last-position logits and the
-same next-step logits, rows back in request order, duplicate prompts prefilled once."""
+"""KVBatch prefill in chunks, with shared prefixes computed once, equals one padded forward: the same
+last-position logits and the same next-step logits, rows back in request order, duplicate prompts prefilled once."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ def test_chunked_prefill_equals_one_forward_and_keeps_request_order():
     prompts.insert(4, list(prompts[1]))  # a duplicate: computed once, its row copied
     device = torch.device("cpu")
     with torch.no_grad():
-        whole, whole_logits, whole_n = KVBatch.prefill(model, prompts, device, token_budget=10**9)
-        chunked, chunked_logits, chunked_n = KVBatch.prefill(model, prompts, device, token_budget=64)
+        whole, whole_logits, whole_n = KVBatch.prefill(model, prompts, device, token_budget=10**9, min_shared=10**9)
+        chunked, chunked_logits, chunked_n = KVBatch.prefill(model, prompts, device, token_budget=64, min_shared=10**9)
         assert whole_n == chunked_n == sum(lengths)  # the duplicate is not computed again
         torch.testing.assert_close(chunked_logits, whole_logits, atol=1e-5, rtol=1e-5)
         assert chunked.next_pos.tolist() == [len(p) for p in prompts]
@@ -37,3 +37,31 @@ def test_a_prompt_longer_than_the_budget_gets_a_forward_of_its_own():
         whole, whole_logits, _ = KVBatch.prefill(model, prompts, torch.device("cpu"))
     assert n == 29 + 7 + 9 and batch.size == 3
     torch.testing.assert_close(logits, whole_logits, atol=1e-5, rtol=1e-5)
+
+
+def test_a_shared_prefix_is_computed_once_with_the_same_logits_and_decode_steps():
+    """Prompts that start with the same system prompt (and a group's shared first turn) in one chunk: the prefix
+    runs once, the rows carry [prefix | padding | own tokens], and logits and later decode steps equal the
+    plain prefill's; unrelated prompts in the same call keep working."""
+    model = load_model("tiny").eval()
+    g = torch.Generator().manual_seed(3)
+    system = torch.randint(1, 500, (48,), generator=g).tolist()
+    turn = torch.randint(1, 500, (20,), generator=g).tolist()
+    tails = [torch.randint(1, 500, (n,), generator=g).tolist() for n in (1, 9, 4, 15)]
+    prompts = [system + t for t in tails] + [system + turn + t for t in tails[:2]]
+    prompts += [torch.randint(1, 500, (n,), generator=g).tolist() for n in (12, 33)]  # no shared prefix
+    device = torch.device("cpu")
+    with torch.no_grad():
+        plain, plain_logits, plain_n = KVBatch.prefill(model, prompts, device, min_shared=10**9)
+        shared, shared_logits, shared_n = KVBatch.prefill(model, prompts, device, min_shared=32)
+        assert plain_n == sum(len(p) for p in prompts)
+        assert shared_n < plain_n - len(system)  # the 48-token system prompt ran once, not six times
+        torch.testing.assert_close(shared_logits, plain_logits, atol=1e-5, rtol=1e-5)
+        assert shared.next_pos.tolist() == [len(p) for p in prompts]
+        for _ in range(3):
+            tokens = torch.randint(1, 500, (len(prompts),), generator=g)
+            torch.testing.assert_close(shared.step(model, tokens), plain.step(model, tokens), atol=1e-5, rtol=1e-5)
+        shared.keep([5, 0, 6])  # rows leave; padding columns no row needs are dropped
+        plain.keep([5, 0, 6])
+        tokens = torch.randint(1, 500, (3,), generator=g)
+        torch.testing.assert_close(shared.step(model, tokens), plain.step(model, tokens), atol=1e-5, rtol=1e-5)
