@@ -34,6 +34,7 @@ from agentrl.rollout.engine import PAUSE_MODES, Generation, SamplingParams
 from agentrl.rollout.engine_errors import EngineClosed, EngineRequestError
 from agentrl.rollout.kv_batch import KVBatch, new_cache
 from agentrl.rollout.sampling import make_generator, params_tensors, sample, validate
+from agentrl.rollout.session_cache import DEFAULT_MAX_BYTES, SessionCache
 from agentrl.rollout.weights import load_state_dict_dir, load_weights
 
 
@@ -53,6 +54,7 @@ class _Request:
     versions: list[int] = field(default_factory=list)
     cancelled: bool = False
     rid: str | None = None  # the caller's request id, for abort(rid)
+    session_id: str | None = None  # the agent loop's trajectory id: the session cache's key
     retractions: int = 0
     submitted: float = field(default_factory=time.perf_counter)
 
@@ -88,10 +90,12 @@ class EmbeddedEngine:
         seed: int | None = None,
         batch_window_s: float = 0.005,
         max_batch_size: int = 64,
+        session_cache_bytes: int = DEFAULT_MAX_BYTES,
     ):
         """model: a name/directory for agentrl.models.load_model, or a loaded HF causal LM (then tokenizer is
         optional; it is needed only for stop strings). seed: seeds the engine RNG that picks per-request seeds
-        when SamplingParams.seed is None (so GRPO group members differ)."""
+        when SamplingParams.seed is None (so GRPO group members differ). session_cache_bytes bounds the keys and
+        values kept per session so an agent's next turn prefills only its new tokens (0: keep none)."""
         from agentrl.models import load_model, load_tokenizer
 
         if isinstance(model, (str, Path)):
@@ -114,6 +118,7 @@ class EmbeddedEngine:
         self.full_vocab_logprobs = False  # True: report SGLang's untruncated logprobs (see sampling.py)
         self.stats = {"prefill_tokens": 0, "decode_steps": 0, "decode_rows": 0, "batches": 0}
         self._version = 0
+        self.sessions = SessionCache(session_cache_bytes)
         self._rng = random.Random(seed)
         self._inbox: queue.Queue = queue.Queue()
         self._pending: list[_Request] = []
@@ -153,8 +158,8 @@ class EmbeddedEngine:
         self, input_ids: list[int], sampling: SamplingParams, *, session_id: str | None = None,
         rid: str | None = None,
     ) -> Generation:
-        """Sample a continuation of input_ids (session_id is accepted for API parity and ignored; rid names the
-        request for abort())."""
+        """Sample a continuation of input_ids. session_id (the agent loop's trajectory id) lets the next turn of
+        the same session start from this one's cached keys and values; rid names the request for abort()."""
         if self._closed:
             raise EngineClosed("the embedded engine is closed")
         validate(sampling)
@@ -164,7 +169,8 @@ class EmbeddedEngine:
             return Generation([], [], "length", [], meta=self._meta(len(input_ids), seed, "length", None, 0))
         loop = asyncio.get_running_loop()
         stop_ids = frozenset(sampling.stop_token_ids) | self.eos_token_ids
-        req = _Request(list(input_ids), sampling, seed, stop_ids, loop, loop.create_future(), rid=rid)
+        req = _Request(list(input_ids), sampling, seed, stop_ids, loop, loop.create_future(), rid=rid,
+                       session_id=session_id)
         req.future.add_done_callback(self._on_done)
         self._outstanding += 1
         self._inbox.put(("generate", req))
@@ -329,6 +335,7 @@ class EmbeddedEngine:
             state_dict, version = args
             if state_dict is not None:  # None: the weights are shared with the trainer, only the version moves
                 load_weights(self.model, state_dict)
+            self.sessions.clear()  # keys and values of the old weights
             self._version = int(version) if version is not None else self._version + 1
             return self._version
         if kind == "pause":
@@ -370,7 +377,9 @@ class EmbeddedEngine:
         for req in new:
             if req.generator is None:  # a retracted request keeps its random stream
                 req.generator = make_generator(req.seed, self.device)
-        batch, logits, computed = KVBatch.prefill(self.model, [r.input_ids + r.output_ids for r in new], self.device)
+        prompts = [r.input_ids + r.output_ids for r in new]
+        pasts = [self.sessions.take(r.session_id, p) for r, p in zip(new, prompts, strict=True)]
+        batch, logits, computed = KVBatch.prefill(self.model, prompts, self.device, pasts=pasts)
         self.stats["prefill_tokens"] += computed
         self.stats["batches"] += 1
         if self._batch is None:
@@ -409,6 +418,8 @@ class EmbeddedEngine:
             if reason is None:
                 keep.append(i)
             else:
+                if self.sessions.max_bytes > 0 and req.session_id is not None:
+                    self.sessions.store(req.session_id, self._batch.row_past(i, req.input_ids + req.output_ids))
                 self._finish(req, *reason)
         self._keep_rows(keep)
 

@@ -16,6 +16,8 @@ import torch
 from transformers import DynamicCache
 from transformers.cache_utils import DynamicLayer
 
+from agentrl.rollout.session_cache import Past
+
 PREFILL_TOKEN_BUDGET = 8192
 """Padded prompt positions per prefill forward (rows × longest row); a longer prompt gets a forward of its own."""
 MIN_SHARED_PREFIX = 32
@@ -57,7 +59,81 @@ class KVBatch:
 
     @classmethod
     def prefill(cls, model, prompts: list[list[int]], device: torch.device, token_budget: int = PREFILL_TOKEN_BUDGET,
-                min_shared: int = MIN_SHARED_PREFIX) -> tuple[KVBatch, torch.Tensor, int]:
+                min_shared: int = MIN_SHARED_PREFIX, pasts: list[Past | None] | None = None,
+                ) -> tuple[KVBatch, torch.Tensor, int]:
+        """Run the prompts through model: those with a `pasts` entry (a session's cached keys and values of
+        their first tokens, session_cache.py) from it, the others from scratch (`_prefill_plain`). Returns
+        (batch, logits (B, V) at each prompt's last position in request order, prompt tokens computed)."""
+        pasts = pasts if pasts is not None else [None] * len(prompts)
+        parts: list[tuple[list[int], KVBatch, torch.Tensor]] = []
+        computed = 0
+        plain = [i for i, p in enumerate(pasts) if p is None]
+        if plain:
+            batch, logits, n = cls._prefill_plain(model, [prompts[i] for i in plain], device, token_budget, min_shared)
+            parts.append((plain, batch, logits))
+            computed += n
+        chunk: list[int] = []
+        resumed = [i for i, p in enumerate(pasts) if p is not None]
+        for k, i in enumerate(resumed):
+            chunk.append(i)
+            nxt = resumed[k + 1] if k + 1 < len(resumed) else None
+            if nxt is None or (len(chunk) + 1) * max(len(prompts[j]) for j in [*chunk, nxt]) > token_budget:
+                batch, logits, n = cls._prefill_from_pasts(model, [prompts[j] for j in chunk],
+                                                           [pasts[j] for j in chunk], device)
+                parts.append((chunk, batch, logits))
+                computed += n
+                chunk = []
+        order = [i for rows, _, _ in parts for i in rows]
+        batch = parts[0][1]
+        for _, other, _ in parts[1:]:
+            batch.merge(other)
+        logits = torch.cat([lg for _, _, lg in parts])
+        if order != list(range(len(prompts))):
+            position = {i: row for row, i in enumerate(order)}
+            rows = torch.tensor([position[i] for i in range(len(prompts))], dtype=torch.long, device=device)
+            batch._select(rows)
+            logits = logits[rows]
+        return batch, logits, computed
+
+    @classmethod
+    def _prefill_from_pasts(cls, model, prompts: list[list[int]], pasts: list[Past],
+                            device: torch.device) -> tuple[KVBatch, torch.Tensor, int]:
+        """Rows [left padding | cached past | left padding | new tokens]: the pasts' keys and values become the
+        cache, and only each prompt's tokens after its past are computed."""
+        width = max(len(p.tokens) for p in pasts)
+        cache = new_cache(model)
+        for n, layer in enumerate(cache.layers):
+            keys = torch.cat([_pad_left(p.kv[n][0], width - len(p.tokens), 2) for p in pasts]).to(device)
+            values = torch.cat([_pad_left(p.kv[n][1], width - len(p.tokens), 2) for p in pasts]).to(device)
+            layer.lazy_initialization(keys, values)
+            layer.keys, layer.values = keys, values
+        past_mask = torch.zeros((len(pasts), width), dtype=torch.long)
+        for row, p in enumerate(pasts):
+            past_mask[row, width - len(p.tokens):] = 1
+        tails = [prompt[len(p.tokens):] for prompt, p in zip(prompts, pasts, strict=True)]
+        tail_width = max(len(t) for t in tails)
+        ids = torch.zeros((len(tails), tail_width), dtype=torch.long)
+        own = torch.zeros((len(tails), tail_width), dtype=torch.long)
+        for row, tail in enumerate(tails):
+            ids[row, tail_width - len(tail):] = torch.tensor(tail, dtype=torch.long)
+            own[row, tail_width - len(tail):] = 1
+        ids, own, past_mask = ids.to(device), own.to(device), past_mask.to(device)
+        mask = torch.cat([past_mask, own], dim=1)
+        positions = past_mask.sum(-1, keepdim=True) + (own.cumsum(-1) - 1).clamp(min=0)
+        out = model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True, logits_to_keep=1,
+                    **{cache_kwarg(model): cache})
+        return cls(cache, mask, mask.sum(-1)), out.logits[:, -1, :].float(), sum(len(t) for t in tails)
+
+    def row_past(self, row: int, tokens: list[int]) -> Past:
+        """A copy of one row's keys and values without padding, as the session cache keeps them; `tokens` is the
+        row's sequence (prompt + output), of which the cache holds all but the last sampled token."""
+        cols = torch.nonzero(self.mask[row]).flatten()
+        kv = [(layer.keys[row : row + 1, :, cols], layer.values[row : row + 1, :, cols]) for layer in self.cache.layers]
+        return Past(tuple(tokens[: cols.numel()]), kv)
+
+    @classmethod
+    def _prefill_plain(cls, model, prompts: list[list[int]], device: torch.device, token_budget: int,
+                       min_shared: int) -> tuple[KVBatch, torch.Tensor, int]:
         """Run the prompts through model in chunks, computing each shared prefix once; duplicates run once.
 
         Unique prompts are sorted (token order, so prompts that share a beginning sit together) and prefilled
