@@ -24,14 +24,65 @@ MIN_SHARED_PREFIX = 32
 """A prefix shared by a prefill chunk's prompts runs once from this many tokens on."""
 
 
+class GrowingLayer(DynamicLayer):
+    """A DynamicLayer whose keys and values sit in buffers with spare room along the sequence, so a decode step
+    writes its column in place instead of concatenating (copying) the whole cache: with dozens of rows of ~1k
+    tokens, the per-step `torch.cat` of every layer moved gigabytes per token. Assigning `keys`/`values` (what
+    KVBatch does to select, trim and merge rows) replaces the buffer; the next update regrows it by half."""
+
+    def __init__(self):
+        super().__init__()
+        self._k = self._v = None
+        self._nk = self._nv = 0  # filled length of each buffer (KVBatch assigns keys, then values)
+
+    @property
+    def keys(self):
+        return None if self._k is None else self._k[:, :, : self._nk]
+
+    @keys.setter
+    def keys(self, t):
+        self._k, self._nk = t, (0 if t is None or t.dim() < 3 else t.shape[-2])
+
+    @property
+    def values(self):
+        return None if self._v is None else self._v[:, :, : self._nv]
+
+    @values.setter
+    def values(self, t):
+        self._v, self._nv = t, (0 if t is None or t.dim() < 3 else t.shape[-2])
+
+    def lazy_initialization(self, key_states, value_states) -> None:
+        self.device, self.is_initialized = key_states.device, True
+
+    def get_seq_length(self) -> int:
+        return self._nk
+
+    def update(self, key_states, value_states, *args, **kwargs):
+        if not self.is_initialized:
+            self.lazy_initialization(key_states, value_states)
+        n, new = self._nk, key_states.shape[-2]
+        if self._k is None or self._k.shape[0] != key_states.shape[0] or n + new > self._k.shape[-2]:
+            room = n + new + max((n + new) // 2, 64)
+            shape = (*key_states.shape[:2], room, key_states.shape[-1])
+            k, v = key_states.new_empty(shape), value_states.new_empty(shape)
+            if n:
+                k[:, :, :n], v[:, :, :n] = self._k[:, :, :n], self._v[:, :, :n]
+            self._k, self._v = k, v
+        self._k[:, :, n : n + new] = key_states
+        self._v[:, :, n : n + new] = value_states
+        self._nk = self._nv = n + new
+        return self.keys, self.values
+
+
 def new_cache(model) -> DynamicCache:
-    """An empty DynamicCache for model; refuses layer kinds whose state cannot be padded or re-batched."""
+    """An empty cache of GrowingLayers for model; refuses layer kinds whose state cannot be padded or re-batched."""
     cache = DynamicCache(config=model.config)
     kinds = {type(layer).__name__ for layer in cache.layers if type(layer) is not DynamicLayer}
     if kinds:
         raise ValueError(
             f"the embedded engine supports full-attention decoder models only; this model's cache has {sorted(kinds)}"
         )
+    cache.layers = [GrowingLayer() for _ in cache.layers]
     return cache
 
 

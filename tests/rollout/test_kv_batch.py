@@ -65,3 +65,43 @@ def test_a_shared_prefix_is_computed_once_with_the_same_logits_and_decode_steps(
         plain.keep([5, 0, 6])
         tokens = torch.randint(1, 500, (3,), generator=g)
         torch.testing.assert_close(shared.step(model, tokens), plain.step(model, tokens), atol=1e-5, rtol=1e-5)
+
+
+def test_decode_steps_write_the_cache_in_place_and_match_a_concatenating_cache():
+    """GrowingLayer: a decode step writes its column into spare room (no copy of the whole cache per token, the
+    per-step torch.cat of DynamicLayer), with the same logits as HF's concatenating DynamicLayer."""
+    from transformers.cache_utils import DynamicLayer
+
+    from agentrl.rollout import kv_batch
+
+    model = load_model("tiny").eval()
+    g = torch.Generator().manual_seed(5)
+    prompts = [torch.randint(1, 500, (n,), generator=g).tolist() for n in (9, 30, 17)]
+    device = torch.device("cpu")
+    with torch.no_grad():
+        growing, logits, _ = KVBatch.prefill(model, prompts, device)
+        cache = kv_batch.new_cache(model)
+        assert all(isinstance(layer, kv_batch.GrowingLayer) for layer in cache.layers)
+        original = kv_batch.new_cache
+
+        def concatenating(m):
+            c = original(m)
+            c.layers = [DynamicLayer() for _ in c.layers]
+            return c
+
+        kv_batch.new_cache = concatenating
+        try:
+            plain, plain_logits, _ = KVBatch.prefill(model, prompts, device)
+        finally:
+            kv_batch.new_cache = original
+        torch.testing.assert_close(logits, plain_logits, atol=1e-5, rtol=1e-5)
+        layer = growing.cache.layers[0]
+        tokens = logits.argmax(-1)
+        growing.step(model, tokens)
+        plain.step(model, tokens)
+        buffer = layer._k.data_ptr()
+        for _ in range(4):
+            tokens = torch.randint(1, 500, (3,), generator=g)
+            torch.testing.assert_close(growing.step(model, tokens), plain.step(model, tokens), atol=1e-5, rtol=1e-5)
+        assert layer._k.data_ptr() == buffer  # written in place: no reallocation per token
+        assert layer.keys.shape == plain.cache.layers[0].keys.shape
