@@ -1,0 +1,245 @@
+"""Shared-prefix training forwards: a prompt shared by several rows of a micro-batch is computed once.
+
+In GRPO the `group_size` trajectories of one task start with the same prompt (system prompt, tool specs, the
+task), often most of each row. In the rows layout (agentrl.trainer.batch) every row runs in full, so the forward
+and backward recompute that prompt once per row. Here rows whose first K tokens agree (K ≥ `min_prefix`) form a
+group, and the micro-batch's forward becomes (at most) three `model.base_model` calls:
+
+1. lone rows (no partner): as today, right-padded rows with the fused causal kernel;
+2. prefixes: one row per group, K_g tokens (right-padded to the longest prefix, causal kernel); every layer's
+   keys/values (after RoPE) are captured by `_Capture`, a cache that stores without growing;
+3. suffixes: one row per member, the tokens after K_g at positions K_g, K_g+1, ..., attending to their group's
+   prefix keys/values (`_Prefixed` concatenates them in front of the row's own, read-only) and causally to
+   themselves, through an explicit (S, 1, s, Kmax + s) mask.
+
+The hidden states of prefix positions are the prefix row's (one tensor shared by the members; the last prefix
+position predicts each member's first differing token, so its hidden is shared but the targets differ, which
+the LM head handles since it runs on (T, H) rows), those of suffix positions each row's own; they are gathered
+into (T, H) in flat order, so everything downstream (LM head on masked positions, losses, corrections) is
+unchanged. Gradients reach the prefix from every member: the gather's backward and the keys/values' index_select
+backward sum over rows. The result equals the plain path up to fp32 rounding (causal attention never lets a
+prefix position see what follows it, and positions and keys are the same), which tests/trainer/test_prefix.py
+checks for logprobs, entropy and parameter gradients.
+
+Groups: rows are sorted by their tokens, so any set of rows with a common prefix is a contiguous run and its
+longest common prefix is the minimum of its neighbours' LCPs; `plan_shared_prefixes` picks, run by run, the split
+that skips the most prefix tokens ((n−1)·K per group). Rows of one GRPO group need not be adjacent.
+
+Gradient checkpointing (trainer.gradient_checkpointing) works with it: HF's checkpointed decoder layers drop a
+cache argument unless the layer declares `_can_checkpoint_with_cache`, which is safe for these two caches (the
+recompute in the backward stores the same keys again, or only reads), so it is set on the layers for the call.
+A guard counts the cache calls of every layer; if a transformers version dropped the cache anyway (the suffix
+rows would not have seen their prefix), the micro-batch is recomputed by the plain path and sharing is turned off
+for that model with a warning, never a wrong forward. Attention implementations other than sdpa and eager
+(flash-attention takes no dense mask) and the packed layout keep the plain path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+from transformers import DynamicCache
+
+from agentrl.rollout.kv_batch import cache_kwarg, new_cache
+from agentrl.trainer.batch import MicroBatch
+
+MIN_PREFIX = 32
+"""Shortest prefix worth sharing: below it the two extra forwards and the dense suffix mask cost more than the
+tokens they skip."""
+
+_OFF = "_agentrl_no_shared_prefix"  # set on a model whose transformers version dropped the cache (see module doc)
+
+
+@dataclass
+class PrefixStats:
+    """Counters of the shared-prefix forwards (read by tests and the bench; reset with `reset()`)."""
+
+    forwards: int = 0  # micro-batches that took the shared path
+    groups: int = 0  # prefix groups computed
+    shared_rows: int = 0  # rows that read a shared prefix
+    prefix_tokens: int = 0  # prefix tokens computed (once per group)
+    skipped_tokens: int = 0  # prefix tokens not recomputed: Σ (n_g − 1)·K_g
+
+    def reset(self) -> None:
+        """Zero every counter."""
+        self.forwards = self.groups = self.shared_rows = self.prefix_tokens = self.skipped_tokens = 0
+
+
+stats = PrefixStats()
+
+
+def plan_shared_prefixes(input_ids: Tensor, lengths: list[int], min_prefix: int = MIN_PREFIX,
+                         ) -> list[tuple[list[int], int]]:
+    """Groups of rows (row indices, shared prefix length K) of a right-padded (R, L) block, K ≥ min_prefix.
+
+    Among groupings into contiguous runs of the rows sorted by tokens, the one that skips the most prefix tokens
+    (Σ (n−1)·K); rows in no group are left out (they take the plain path)."""
+    rows = [input_ids[r, : lengths[r]].tolist() for r in range(len(lengths))]
+    order = sorted(range(len(rows)), key=lambda r: rows[r])
+    lcp = [_lcp(rows[a], rows[b]) for a, b in zip(order[:-1], order[1:], strict=True)]
+
+    def best(i: int, j: int) -> tuple[int, list[tuple[list[int], int]]]:  # sorted rows i..j-1
+        if j - i < 2:
+            return 0, []
+        cut = min(range(i, j - 1), key=lambda k: lcp[k])
+        k = lcp[cut]
+        left, right = best(i, cut + 1), best(cut + 1, j)
+        split = (left[0] + right[0], left[1] + right[1])
+        if k >= min_prefix and (j - i - 1) * k >= split[0]:
+            return (j - i - 1) * k, [(sorted(order[i:j]), k)]
+        return split
+
+    return best(0, len(rows))[1]
+
+
+def _lcp(a: list[int], b: list[int]) -> int:
+    """Length of the longest common prefix of two token lists."""
+    n = min(len(a), len(b))
+    for i in range(n):
+        if a[i] != b[i]:
+            return i
+    return n
+
+
+def shared_prefix_hidden(model, micro: MicroBatch, *, min_prefix: int = MIN_PREFIX) -> Tensor | None:
+    """Final hidden states (T, H) of a rows-layout micro-batch in flat order, each shared prefix computed once;
+    None when nothing is shared (or sharing cannot run here), and the caller takes the plain path."""
+    if micro.valid is None or micro.attention_mask is not None or getattr(model, _OFF, False):
+        return None
+    impl = getattr(model.config, "_attn_implementation", None)
+    if impl not in ("sdpa", "eager") or not _full_attention(model):
+        return None
+    lengths = micro.valid.sum(1).tolist()
+    groups = plan_shared_prefixes(micro.input_ids, lengths, min_prefix)
+    if not groups:
+        return None
+    try:
+        hidden = _grouped_forward(model, micro, lengths, groups, additive=impl == "eager")
+    except _CacheDropped:
+        setattr(model, _OFF, True)
+        warnings.warn("trainer.share_prefix: this transformers version drops the KV cache in these layers; "
+                      "training forwards run every row in full", stacklevel=2)
+        return None
+    stats.forwards += 1
+    stats.groups += len(groups)
+    stats.shared_rows += sum(len(rows) for rows, _ in groups)
+    stats.prefix_tokens += sum(k for _, k in groups)
+    stats.skipped_tokens += sum((len(rows) - 1) * k for rows, k in groups)
+    return hidden
+
+
+class _CacheDropped(RuntimeError):
+    """A decoder layer ran without the cache it was given."""
+
+
+class _Capture(DynamicCache):
+    """Keeps each layer's keys/values of the prefix pass (G, h, K, d) and passes them through unchanged."""
+
+    def update(self, key_states, value_states, layer_idx, *args, **kwargs):
+        if not self.frozen:  # a checkpoint recompute in the backward replays this call: keep the first tensors
+            self.kv[layer_idx] = (key_states, value_states)
+        return key_states, value_states
+
+
+class _Prefixed(DynamicCache):
+    """Puts the group's prefix keys/values in front of each suffix row's own (read-only: nothing is stored)."""
+
+    def update(self, key_states, value_states, layer_idx, *args, **kwargs):
+        self.reads.add(layer_idx)
+        keys, values = self.prefix[layer_idx]  # (G, h, Kmax, d)
+        keys, values = keys.index_select(0, self.group), values.index_select(0, self.group)  # (S, h, Kmax, d)
+        return torch.cat([keys, key_states], dim=2), torch.cat([values, value_states], dim=2)
+
+
+def _full_attention(model) -> bool:
+    """True if every layer's cache is a plain DynamicLayer (no sliding-window or linear attention) (new_cache)."""
+    try:
+        new_cache(model)
+    except ValueError:
+        return False
+    return True
+
+
+@contextlib.contextmanager
+def _cache_through_checkpointing(model):
+    """Let checkpointed decoder layers keep the cache argument (HF's `_can_checkpoint_with_cache`) for a call."""
+    layers = [m for m in model.base_model.modules() if hasattr(type(m), "_can_checkpoint_with_cache")]
+    for m in layers:
+        m._can_checkpoint_with_cache = True
+    try:
+        yield
+    finally:
+        for m in layers:
+            del m._can_checkpoint_with_cache
+
+
+def _grouped_forward(model, micro: MicroBatch, lengths: list[int], groups: list[tuple[list[int], int]], *,
+                     additive: bool) -> Tensor:
+    """Lone rows, prefixes and suffixes as three forwards; their hidden states gathered into flat order (T, H)."""
+    ids, dev = micro.input_ids, micro.input_ids.device
+    num_rows, width = ids.shape
+    n_layers = model.config.num_hidden_layers
+    index = torch.full((num_rows, width), -1, dtype=torch.long)  # (R, L) row of the pool holding that hidden
+    parts: list[Tensor] = []
+    offset = 0
+    grouped = {r for rows, _ in groups for r in rows}
+
+    lone = [r for r in range(num_rows) if r not in grouped]
+    if lone:
+        w = max(lengths[r] for r in lone)
+        rows = torch.tensor(lone, device=dev)
+        h = model.base_model(input_ids=ids[rows, :w], position_ids=micro.position_ids[rows, :w], use_cache=False,
+                             ).last_hidden_state  # (nl, w, H)
+        for i, r in enumerate(lone):
+            index[r, : lengths[r]] = offset + i * w + torch.arange(lengths[r])
+        parts.append(h.reshape(-1, h.shape[-1]))
+        offset += h.shape[0] * w
+
+    k_max = max(k for _, k in groups)
+    prefix_ids = torch.zeros(len(groups), k_max, dtype=torch.long, device=dev)
+    for g, (rows, k) in enumerate(groups):
+        prefix_ids[g, :k] = ids[rows[0], :k]
+        for r in rows:
+            index[r, :k] = offset + g * k_max + torch.arange(k)
+    capture = _Capture(config=model.config)
+    capture.kv, capture.frozen = {}, False
+    with _cache_through_checkpointing(model):
+        h = model.base_model(input_ids=prefix_ids, position_ids=torch.arange(k_max, device=dev).expand_as(prefix_ids),
+                             use_cache=False, **{cache_kwarg(model): capture}).last_hidden_state  # (G, Kmax, H)
+    capture.frozen = True
+    if len(capture.kv) != n_layers:
+        raise _CacheDropped
+    parts.append(h.reshape(-1, h.shape[-1]))
+    offset += h.shape[0] * k_max
+
+    suffix = [(g, r, k) for g, (rows, k) in enumerate(groups) for r in rows if lengths[r] > k]
+    if suffix:
+        s_max = max(lengths[r] - k for _, r, k in suffix)
+        suffix_ids = torch.zeros(len(suffix), s_max, dtype=torch.long, device=dev)
+        starts = torch.tensor([k for _, _, k in suffix], device=dev)  # (S,) each row's prefix length
+        for i, (_, r, k) in enumerate(suffix):
+            n = lengths[r] - k
+            suffix_ids[i, :n] = ids[r, k : lengths[r]]
+            index[r, k : lengths[r]] = offset + i * s_max + torch.arange(n)
+        q = torch.arange(s_max, device=dev)
+        see_prefix = torch.arange(k_max, device=dev)[None, :] < starts[:, None]  # (S, Kmax)
+        causal = (q[None, :] <= q[:, None]).expand(len(suffix), s_max, s_max)  # (S, s, s)
+        mask = torch.cat([see_prefix[:, None, :].expand(-1, s_max, -1), causal], dim=2)[:, None]  # (S,1,s,Kmax+s)
+        if additive:  # eager attention adds its mask to the scores
+            mask = torch.zeros(mask.shape, dtype=h.dtype, device=dev).masked_fill_(~mask, torch.finfo(h.dtype).min)
+        prefixed = _Prefixed(config=model.config)
+        prefixed.prefix, prefixed.reads = capture.kv, set()
+        prefixed.group = torch.tensor([g for g, _, _ in suffix], device=dev)
+        with _cache_through_checkpointing(model):
+            h = model.base_model(input_ids=suffix_ids, position_ids=starts[:, None] + q[None, :], attention_mask=mask,
+                                 use_cache=False, **{cache_kwarg(model): prefixed}).last_hidden_state  # (S, s, H)
+        if len(prefixed.reads) != n_layers:
+            raise _CacheDropped
+        parts.append(h.reshape(-1, h.shape[-1]))
+
+    pool = torch.cat(parts) if len(parts) > 1 else parts[0]  # (M, H)
+    return pool[index[micro.valid].to(dev)]  # (T, H) in flat order; the backward sums shared rows' gradients
