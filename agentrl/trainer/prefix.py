@@ -39,13 +39,16 @@ from __future__ import annotations
 import contextlib
 import warnings
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor
 from transformers import DynamicCache
 
 from agentrl.rollout.kv_batch import cache_kwarg, new_cache
-from agentrl.trainer.batch import MicroBatch
+
+if TYPE_CHECKING:
+    from agentrl.trainer.batch import MicroBatch
 
 MIN_PREFIX = 32
 """Shortest prefix worth sharing: below it the two extra forwards and the dense suffix mask cost more than the
@@ -78,7 +81,11 @@ def plan_shared_prefixes(input_ids: Tensor, lengths: list[int], min_prefix: int 
 
     Among groupings into contiguous runs of the rows sorted by tokens, the one that skips the most prefix tokens
     (Σ (n−1)·K); rows in no group are left out (they take the plain path)."""
-    rows = [input_ids[r, : lengths[r]].tolist() for r in range(len(lengths))]
+    return _plan([input_ids[r, :n].tolist() for r, n in enumerate(lengths)], min_prefix)
+
+
+def _plan(rows: list[list[int]], min_prefix: int) -> list[tuple[list[int], int]]:
+    """plan_shared_prefixes on token lists."""
     order = sorted(range(len(rows)), key=lambda r: rows[r])
     lcp = [_lcp(rows[a], rows[b]) for a, b in zip(order[:-1], order[1:], strict=True)]
 
@@ -97,28 +104,73 @@ def plan_shared_prefixes(input_ids: Tensor, lengths: list[int], min_prefix: int 
 
 
 def _lcp(a: list[int], b: list[int]) -> int:
-    """Length of the longest common prefix of two token lists."""
-    n = min(len(a), len(b))
-    for i in range(n):
-        if a[i] != b[i]:
-            return i
-    return n
+    """Length of the longest common prefix of two token lists (binary search over C-speed slice compares)."""
+    lo, hi = 0, min(len(a), len(b))  # a[:lo] == b[:lo]; the answer is ≤ hi
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def shared_cost(rows: list[list[int]], min_prefix: int = MIN_PREFIX) -> int:
+    """Positions the forward of these rows computes (padding included): rows × longest on the plain path; with
+    shared prefixes the padded areas of the lone-row, prefix and suffix forwards."""
+    if not rows:
+        return 0
+    groups = _plan(rows, min_prefix)
+    if not groups:
+        return len(rows) * max(map(len, rows))
+    grouped = {r for members, _ in groups for r in members}
+    lone = [len(t) for r, t in enumerate(rows) if r not in grouped]
+    tails = [len(rows[r]) - k for members, k in groups for r in members if len(rows[r]) > k]
+    return (len(lone) * max(lone, default=0) + len(groups) * max(k for _, k in groups)
+            + len(tails) * max(tails, default=0))
+
+
+def plan_shared_rows(input_ids: Tensor, segment_bounds: list[tuple[int, int]], token_budget: int,
+                     min_prefix: int = MIN_PREFIX) -> list[tuple[int, int]]:
+    """batch.plan_rows with the budget counting the positions the shared-prefix forward computes (shared_cost):
+    a GRPO group whose rows would not fit the budget in full fits once its prompt counts once. Greedy and
+    contiguous like plan_rows (a segment over the budget gets a block of its own)."""
+    plans: list[tuple[int, int]] = []
+    block: list[list[int]] = []
+    start = end = None
+    for s, e in segment_bounds:
+        tokens = input_ids[s:e].tolist()
+        if block and shared_cost(block + [tokens], min_prefix) > token_budget:
+            plans.append((start, end))
+            block = []
+        if not block:
+            start = s
+        block.append(tokens)
+        end = e
+    if block:
+        plans.append((start, end))
+    return plans
+
+
+def sharing_supported(model) -> bool:
+    """True if shared_prefix_hidden can run on this model (sdpa or eager attention, full-attention layers only,
+    and the cache not found dropped): callers plan micro-batches by shared_cost only then."""
+    impl = getattr(model.config, "_attn_implementation", None)
+    return impl in ("sdpa", "eager") and not getattr(model, _OFF, False) and _full_attention(model)
 
 
 def shared_prefix_hidden(model, micro: MicroBatch, *, min_prefix: int = MIN_PREFIX) -> Tensor | None:
     """Final hidden states (T, H) of a rows-layout micro-batch in flat order, each shared prefix computed once;
     None when nothing is shared (or sharing cannot run here), and the caller takes the plain path."""
-    if micro.valid is None or micro.attention_mask is not None or getattr(model, _OFF, False):
-        return None
-    impl = getattr(model.config, "_attn_implementation", None)
-    if impl not in ("sdpa", "eager") or not _full_attention(model):
+    if micro.valid is None or micro.attention_mask is not None or not sharing_supported(model):
         return None
     lengths = micro.valid.sum(1).tolist()
     groups = plan_shared_prefixes(micro.input_ids, lengths, min_prefix)
     if not groups:
         return None
     try:
-        hidden = _grouped_forward(model, micro, lengths, groups, additive=impl == "eager")
+        additive = model.config._attn_implementation == "eager"
+        hidden = _grouped_forward(model, micro, lengths, groups, additive=additive)
     except _CacheDropped:
         setattr(model, _OFF, True)
         warnings.warn("trainer.share_prefix: this transformers version drops the KV cache in these layers; "
@@ -156,12 +208,16 @@ class _Prefixed(DynamicCache):
 
 
 def _full_attention(model) -> bool:
-    """True if every layer's cache is a plain DynamicLayer (no sliding-window or linear attention) (new_cache)."""
-    try:
-        new_cache(model)
-    except ValueError:
-        return False
-    return True
+    """True if every layer's cache is a plain DynamicLayer (no sliding-window or linear attention; new_cache)."""
+    known = getattr(model, "_agentrl_full_attention", None)
+    if known is None:
+        try:
+            new_cache(model)
+            known = True
+        except ValueError:
+            known = False
+        model._agentrl_full_attention = known
+    return known
 
 
 @contextlib.contextmanager
@@ -242,4 +298,7 @@ def _grouped_forward(model, micro: MicroBatch, lengths: list[int], groups: list[
         parts.append(h.reshape(-1, h.shape[-1]))
 
     pool = torch.cat(parts) if len(parts) > 1 else parts[0]  # (M, H)
-    return pool[index[micro.valid].to(dev)]  # (T, H) in flat order; the backward sums shared rows' gradients
+    # (T, H) in flat order; the backward sums shared rows' gradients. index_select, not pool[...]: its backward
+    # (index_add_) adds duplicates in a fixed order, while advanced indexing's (index_put_ with accumulate, sorted
+    # in parallel) may not, and two identical updates would then differ in the last bit
+    return pool.index_select(0, index[micro.valid].to(dev))

@@ -16,6 +16,7 @@ import torch
 from agentrl.trainer.batch import build_minibatch, microbatches
 from agentrl.trainer.collect import loop_config, run_groups, task_seed, trainable
 from agentrl.trainer.memory import release_memory
+from agentrl.trainer.prefix import sharing_supported
 from agentrl.trainer.update import policy_logprobs
 
 
@@ -58,7 +59,7 @@ def sft_step(model, optimizer, trajectories, *, micro_batch_tokens: int, chunk: 
     n_tokens = float(mb.loss_mask.sum())
     optimizer.zero_grad(set_to_none=True)
     total = 0.0
-    for micro in microbatches(mb, micro_batch_tokens):
+    for micro in microbatches(mb, micro_batch_tokens, share_prefix=share_prefix and sharing_supported(model)):
         s, e = micro.start, micro.end
         lp, _ = policy_logprobs(model, micro, mb.targets[s:e], temperature=1.0, chunk=chunk, mask=mb.loss_mask[s:e],
                                 share_prefix=share_prefix)

@@ -39,7 +39,7 @@ from agentrl.trainer.losses import LOSS_SPECS, LossConfig, loss_normalizer, poli
 from agentrl.trainer.memory import release_memory
 from agentrl.trainer.metrics import mismatch_metrics, staleness_metrics
 from agentrl.trainer.packed import masked, traj_sum
-from agentrl.trainer.prefix import shared_prefix_hidden
+from agentrl.trainer.prefix import shared_prefix_hidden, sharing_supported
 
 
 @dataclass(frozen=True)
@@ -160,7 +160,8 @@ def train_on_minibatch(
     A non-finite gradient norm skips that optimizer step (counted in trainer/skipped_steps). Step metrics
     (actor/*) are means over the optimizer steps; mismatch and staleness metrics are of π_old vs μ.
     """
-    micros = microbatches(mb, ucfg.micro_batch_tokens)
+    share = ucfg.share_prefix and sharing_supported(model)  # then the budget counts a shared prompt once
+    micros = microbatches(mb, ucfg.micro_batch_tokens, share_prefix=share)
     if lp_ref is None and ref_model is not None and ucfg.loss_cfg.kl_coef > 0:
         lp_ref = recompute_logprobs(ref_model, mb, micros, ucfg)
     steps = ucfg.mini_batches * ucfg.ppo_epochs
@@ -183,7 +184,8 @@ def train_on_minibatch(
         for lo, hi in split_trajectories(mb.num_trajectories, ucfg.mini_batches):
             part, s, e = slice_trajectories(mb, lo, hi)
             if part.num_tokens:
-                parts.append((part, microbatches(part, ucfg.micro_batch_tokens), s, e, traj_advantages[lo:hi]))
+                parts.append((part, microbatches(part, ucfg.micro_batch_tokens, share_prefix=share), s, e,
+                              traj_advantages[lo:hi]))
         step_metrics = []
         for _ in range(ucfg.ppo_epochs):
             for part, part_micros, s, e, adv in parts:

@@ -130,3 +130,76 @@ def test_each_shared_prefix_is_computed_once():
     suffixes = [lengths[r] - 40 for r in (0, 2, 7)] + [lengths[r] - 70 for r in (1, 4)]
     assert seen == [(3, max(lone)), (2, 70), (5, max(suffixes))]  # lone rows, the 2 prefixes, the suffixes
     assert stats.prefix_tokens == 40 + 70 and stats.skipped_tokens == 2 * 40 + 70
+
+
+def test_shared_prefix_gradients_are_bitwise_reproducible():
+    """Two identical updates must give identical weights (tests/trainer/test_update.py compares them with atol=0):
+    the gradients a shared prefix sums over its rows must be added in a fixed order. Advanced indexing's backward
+    (index_put_ with accumulate, sorted in parallel) did not: on this GRPO-shaped batch (3 groups × 4 rows) about
+    one run in three differed in the last bit."""
+    g = torch.Generator().manual_seed(5)
+    prompts = [torch.randint(1, 500, (40,), generator=g).tolist() for _ in range(3)]
+    trajs = [_traj(i, [p + torch.randint(1, 500, (12,), generator=g).tolist()], g)
+             for i, p in enumerate(p for p in prompts for _ in range(4))]
+    mb = build_minibatch(trajs, torch.randn(12, generator=g).tolist())
+    (micro,) = microbatches(mb, token_budget=4096)
+    first = None
+    for _ in range(10):
+        _, _, grads = _run(load_model("tiny").train(), micro, mb, share_prefix=True)
+        first = first or grads
+        assert all(torch.equal(grads[n], first[n]) for n in first)
+
+
+def _grpo_batch(groups: int, rows: int, prompt: int, tail: int, seed: int = 7):
+    """groups × rows single-segment trajectories: one random prompt per group, then a random tail of its own."""
+    g = torch.Generator().manual_seed(seed)
+    heads = [torch.randint(1, 500, (prompt,), generator=g).tolist() for _ in range(groups)]
+    trajs = [_traj(i, [h + torch.randint(1, 500, (tail + i % 3,), generator=g).tolist()], g)
+             for i, h in enumerate(h for h in heads for _ in range(rows))]
+    return build_minibatch(trajs, torch.randn(groups * rows, generator=g).tolist())
+
+
+def test_planner_budget_counts_a_shared_prompt_once():
+    """Rows of 80 + ~10 tokens: the plain budget of 200 fits 2 rows; counting each group's prompt once, a group of
+    4 costs 80 + 4 × 12 and fits whole, so sharing has something to share (and the blocks stay contiguous)."""
+    from agentrl.trainer.prefix import shared_cost
+
+    mb = _grpo_batch(groups=3, rows=4, prompt=80, tail=10)
+    plain = microbatches(mb, token_budget=200)
+    shared = microbatches(mb, token_budget=200, share_prefix=True)
+    assert [m.input_ids.shape[0] for m in plain] == [2] * 6
+    assert [m.input_ids.shape[0] for m in shared] == [4, 4, 4]
+    assert [(m.start, m.end) for m in shared] == [(s, e) for s, e in zip(
+        [plain[0].start, plain[2].start, plain[4].start], [plain[1].end, plain[3].end, plain[5].end], strict=True)]
+    for m in shared:
+        rows = [m.input_ids[r, :n].tolist() for r, n in enumerate(m.valid.sum(1).tolist())]
+        assert shared_cost(rows) == 80 + 4 * max(len(r) - 80 for r in rows) <= 200
+    assert shared_cost([[1] * 50, [2] * 70]) == 2 * 70  # nothing shared: rows × longest, as plan_rows counts
+
+
+@pytest.mark.parametrize("epochs", [1, 2])
+def test_update_with_shared_prefixes_equals_the_plain_update(tmp_path, epochs):
+    """train_on_minibatch end to end (π_old from the training forward, or recomputed for two epochs): the same
+    weights with trainer.share_prefix on (fewer, shared micro-batches) and off."""
+    import dataclasses
+
+    from agentrl.config import load_config
+    from agentrl.trainer.update import train_on_minibatch, update_config_from
+
+    mb = _grpo_batch(groups=3, rows=4, prompt=80, tail=10)
+    cfg = load_config(None, overrides=["model.name=tiny", "trainer.micro_batch_tokens=200",
+                                       f"trainer.ppo_epochs={epochs}", f"trainer.run_dir={tmp_path}"])
+    traj_adv = torch.tensor([float(mb.advantages[s]) for s, _ in mb.segment_bounds])  # one segment each
+    weights, metrics = [], []
+    for share in (False, True):
+        ucfg = dataclasses.replace(update_config_from(cfg), share_prefix=share)
+        model = load_model("tiny").train()
+        opt = torch.optim.SGD(model.parameters(), lr=0.5)
+        stats.reset()
+        m = train_on_minibatch(model, opt, mb, ucfg, current_version=3, traj_advantages=traj_adv)
+        assert (stats.forwards > 0) == share
+        weights.append(model.state_dict())
+        metrics.append(m)
+    assert metrics[0]["trainer/micro_batches"] == 6 and metrics[1]["trainer/micro_batches"] == 3
+    for name, w in weights[0].items():
+        torch.testing.assert_close(weights[1][name], w, atol=1e-5, rtol=0, msg=name)
