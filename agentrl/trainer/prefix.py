@@ -16,18 +16,25 @@ The hidden states of prefix positions are the prefix row's (one tensor shared by
 position predicts each member's first differing token, so its hidden is shared but the targets differ, which
 the LM head handles since it runs on (T, H) rows), those of suffix positions each row's own; they are gathered
 into (T, H) in flat order, so everything downstream (LM head on masked positions, losses, corrections) is
-unchanged. Gradients reach the prefix from every member: the gather's backward and the keys/values' index_select
-backward sum over rows. The result equals the plain path up to fp32 rounding (causal attention never lets a
+unchanged. Gradients reach the prefix from every member: the backward of both gathers (hidden states into flat
+order, keys/values to suffix rows; index_select, whose index_add_ backward sums in a fixed order) sums over rows. The result equals the plain path up to fp32 rounding (causal attention never lets a
 prefix position see what follows it, and positions and keys are the same), which tests/trainer/test_prefix.py
 checks for logprobs, entropy and parameter gradients.
 
 Groups: rows are sorted by their tokens, so any set of rows with a common prefix is a contiguous run and its
 longest common prefix is the minimum of its neighbours' LCPs; `plan_shared_prefixes` picks, run by run, the split
-that skips the most prefix tokens ((n−1)·K per group). Rows of one GRPO group need not be adjacent.
+that skips the most prefix tokens ((n−1)·K per group). Rows of one GRPO group need not be adjacent. One level
+only: rows of two tasks that share a system prompt but not the issue form two groups, each computing the system
+prompt once.
+
+Budget: with rows of ~1k tokens, the plain planner's 2048 positions hold one row, leaving nothing to share, so
+`batch.microbatches(share_prefix=True)` plans by `shared_cost` (the positions these three forwards compute,
+padding included; activation memory scales with them). Callers pass it only when `sharing_supported(model)`.
 
 Gradient checkpointing (trainer.gradient_checkpointing) works with it: HF's checkpointed decoder layers drop a
 cache argument unless the layer declares `_can_checkpoint_with_cache`, which is safe for these two caches (the
-recompute in the backward stores the same keys again, or only reads), so it is set on the layers for the call.
+capture keeps its first tensors when the backward's recompute replays it; the other only reads), so it is set
+on the layers for the call.
 A guard counts the cache calls of every layer; if a transformers version dropped the cache anyway (the suffix
 rows would not have seen their prefix), the micro-batch is recomputed by the plain path and sharing is turned off
 for that model with a warning, never a wrong forward. Attention implementations other than sdpa and eager
@@ -51,8 +58,8 @@ if TYPE_CHECKING:
     from agentrl.trainer.batch import MicroBatch
 
 MIN_PREFIX = 32
-"""Shortest prefix worth sharing: below it the two extra forwards and the dense suffix mask cost more than the
-tokens they skip."""
+"""Shortest prefix worth sharing (a judgement, not measured): a shorter one skips too few tokens to pay for the
+extra forward and the explicit suffix mask."""
 
 _OFF = "_agentrl_no_shared_prefix"  # set on a model whose transformers version dropped the cache (see module doc)
 
