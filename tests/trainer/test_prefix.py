@@ -78,14 +78,17 @@ def test_plan_groups_rows_by_longest_common_prefix_and_leaves_short_overlaps_alo
     assert plan_shared_prefixes(ids, [105, 105, 105], min_prefix=101) == []
 
 
-@pytest.mark.parametrize("checkpointing", [False, True], ids=["plain", "checkpointing"])
-def test_shared_prefix_forward_equals_the_plain_path_in_logprobs_entropy_and_gradients(checkpointing):
+@pytest.mark.parametrize("mode", ["sdpa", "checkpointing", "eager"])
+def test_shared_prefix_forward_equals_the_plain_path_in_logprobs_entropy_and_gradients(mode):
     """The bug this guards: suffix rows that do not see their prefix (a cache dropped by checkpointed layers,
-    wrong positions, a mask off by one) or a prefix whose gradient counts one row only."""
+    wrong positions, a mask off by one or of the wrong kind for eager attention, which adds it to the scores) or
+    a prefix whose gradient counts one row only."""
     mb, micro = _shared_prefix_batch()
     action = mb.loss_mask > 0
     model = load_model("tiny").train()
-    if checkpointing:
+    if mode == "eager":
+        model.set_attn_implementation("eager")
+    if mode == "checkpointing":
         _enable_gradient_checkpointing(model)  # as the trainer does (trainer.gradient_checkpointing, the default)
     stats.reset()
     lp_plain, ent_plain, g_plain = _run(model, micro, mb, share_prefix=False)
