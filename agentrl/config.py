@@ -150,6 +150,11 @@ class TrainerConfig(_Section):
     gradient_checkpointing: bool = True
     """Recompute each layer's activations in the backward pass: peak memory of a 2k-token micro-batch of the
     135M model drops from ~4.5 GB to ~2 GB for ~20% more compute (a 4k one without it exceeds 24 GB)."""
+    share_prefix: bool = True
+    """Compute a prompt that several rows of a micro-batch start with (a GRPO group's shared prompt, ≥ 32 tokens)
+    once in training forwards, its gradient summed over the rows: the same logprobs and gradients up to fp32
+    rounding for fewer FLOPs (agentrl.trainer.prefix). Works with gradient checkpointing; false runs every row
+    in full."""
     mini_batches: int = Field(1, ge=1)
     """PPO mini-batches per rollout batch: each is one optimizer step (TRL steps_per_generation, verl
     ppo_mini_batch_size); π_old is computed once for the whole batch before the first step."""

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from agentrl.trainer.prefix import plan_shared_rows
 from agentrl.types import Trajectory
 
 
@@ -133,13 +134,21 @@ def plan_rows(segment_bounds: list[tuple[int, int]], token_budget: int) -> list[
     return plans
 
 
-def microbatches(mb: MiniBatch, token_budget: int, layout: str = "rows") -> list[MicroBatch]:
-    """Cut a MiniBatch into MicroBatches: right-padded rows (default) or packed with a block-diagonal mask."""
+def microbatches(mb: MiniBatch, token_budget: int, layout: str = "rows", *, share_prefix: bool = False,
+                 ) -> list[MicroBatch]:
+    """Cut a MiniBatch into MicroBatches: right-padded rows (default) or packed with a block-diagonal mask.
+
+    share_prefix: the rows' budget counts a prefix several rows share once, as the shared-prefix forward computes
+    it (agentrl.trainer.prefix.plan_shared_rows); pass it only when that forward will run."""
     if layout == "packed":
         return [_packed(mb, start, end) for start, end in plan_microbatches(mb.segment_bounds, token_budget)]
     if layout != "rows":
         raise ValueError(f"unknown micro-batch layout {layout!r}; use rows or packed")
-    return [_rows(mb, start, end) for start, end in plan_rows(mb.segment_bounds, token_budget)]
+    if share_prefix:
+        plans = plan_shared_rows(mb.input_ids, mb.segment_bounds, token_budget)
+    else:
+        plans = plan_rows(mb.segment_bounds, token_budget)
+    return [_rows(mb, start, end) for start, end in plans]
 
 
 def _segment_lengths(mb: MiniBatch, start: int, end: int) -> list[int]:

@@ -16,6 +16,7 @@ import torch
 from agentrl.trainer.batch import build_minibatch, microbatches
 from agentrl.trainer.collect import loop_config, run_groups, task_seed, trainable
 from agentrl.trainer.memory import release_memory
+from agentrl.trainer.prefix import sharing_supported
 from agentrl.trainer.update import policy_logprobs
 
 
@@ -50,15 +51,18 @@ async def expert_trajectories(cfg, env_factory, tokenizer, episodes: int, *, on_
     return kept
 
 
-def sft_step(model, optimizer, trajectories, *, micro_batch_tokens: int, chunk: int, grad_clip: float) -> dict[str, float]:
-    """One optimizer step of token-mean negative log-likelihood on the action tokens of `trajectories`."""
+def sft_step(model, optimizer, trajectories, *, micro_batch_tokens: int, chunk: int, grad_clip: float,
+             share_prefix: bool = True) -> dict[str, float]:
+    """One optimizer step of token-mean negative log-likelihood on the action tokens of `trajectories`
+    (share_prefix: prompts several rows start with are computed once, agentrl.trainer.prefix)."""
     mb = build_minibatch(trajectories, [0.0] * len(trajectories))
     n_tokens = float(mb.loss_mask.sum())
     optimizer.zero_grad(set_to_none=True)
     total = 0.0
-    for micro in microbatches(mb, micro_batch_tokens):
+    for micro in microbatches(mb, micro_batch_tokens, share_prefix=share_prefix and sharing_supported(model)):
         s, e = micro.start, micro.end
-        lp, _ = policy_logprobs(model, micro, mb.targets[s:e], temperature=1.0, chunk=chunk, mask=mb.loss_mask[s:e])
+        lp, _ = policy_logprobs(model, micro, mb.targets[s:e], temperature=1.0, chunk=chunk, mask=mb.loss_mask[s:e],
+                                share_prefix=share_prefix)
         loss = -(lp * mb.loss_mask[s:e]).sum() / max(n_tokens, 1.0)
         loss.backward()
         total += float(loss.detach())
@@ -93,6 +97,7 @@ async def run_sft(cfg, model, tokenizer, env_factory, monitor) -> list[dict[str,
                 m = await asyncio.to_thread(
                     sft_step, model, optimizer, batch, micro_batch_tokens=cfg.trainer.micro_batch_tokens,
                     chunk=cfg.trainer.logprob_chunk, grad_clip=cfg.trainer.grad_clip,
+                    share_prefix=cfg.trainer.share_prefix,
                 )
                 history.append({**m, "sft/epoch": epoch})
                 losses.append(m["sft/loss"])

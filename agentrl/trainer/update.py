@@ -39,6 +39,7 @@ from agentrl.trainer.losses import LOSS_SPECS, LossConfig, loss_normalizer, poli
 from agentrl.trainer.memory import release_memory
 from agentrl.trainer.metrics import mismatch_metrics, staleness_metrics
 from agentrl.trainer.packed import masked, traj_sum
+from agentrl.trainer.prefix import shared_prefix_hidden, sharing_supported
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,7 @@ class UpdateConfig:
     grad_clip: float
     mini_batches: int = 1
     ppo_epochs: int = 1
+    share_prefix: bool = True
 
 
 def update_config_from(cfg) -> UpdateConfig:
@@ -75,24 +77,27 @@ def update_config_from(cfg) -> UpdateConfig:
     return UpdateConfig(
         loss=a.loss, loss_cfg=loss_cfg, reduction=a.reduction, correction=correction,
         temperature=cfg.rollout.temperature, micro_batch_tokens=t.micro_batch_tokens, logprob_chunk=t.logprob_chunk,
-        grad_clip=t.grad_clip, mini_batches=t.mini_batches, ppo_epochs=t.ppo_epochs,
+        grad_clip=t.grad_clip, mini_batches=t.mini_batches, ppo_epochs=t.ppo_epochs, share_prefix=t.share_prefix,
     )
 
 
 def policy_logprobs(
     model, micro: MicroBatch, targets: Tensor, *, temperature: float, chunk: int, entropy: bool = False,
-    mask: Tensor | None = None,
+    mask: Tensor | None = None, share_prefix: bool = True,
 ) -> tuple[Tensor, Tensor | None]:
     """Logprobs (T,) of `targets` under the temperature-scaled policy, from hidden states in chunks.
 
     With `mask` (T,), the LM head runs only where mask > 0 (the policy's own tokens) and the other positions
     read 0: every consumer multiplies by the loss mask, and prompt and observation tokens are most of an agent
-    trajectory, so this skips most of the vocabulary projection (~a fifth of a 135M model's forward)."""
-    hidden = model.base_model(
-        input_ids=micro.input_ids, position_ids=micro.position_ids, attention_mask=micro.attention_mask,
-        use_cache=False,  # training forwards never reuse keys/values: building a cache only costs memory
-    ).last_hidden_state  # (R, L, H)
-    hidden = hidden[micro.valid] if micro.valid is not None else hidden[0]  # (T, H) in flat order
+    trajectory, so this skips most of the vocabulary projection (~a fifth of a 135M model's forward).
+    With `share_prefix`, a prompt that several rows start with is computed once (agentrl.trainer.prefix)."""
+    hidden = shared_prefix_hidden(model, micro) if share_prefix else None  # (T, H), None: nothing shared
+    if hidden is None:
+        hidden = model.base_model(
+            input_ids=micro.input_ids, position_ids=micro.position_ids, attention_mask=micro.attention_mask,
+            use_cache=False,  # training forwards never reuse keys/values: building a cache only costs memory
+        ).last_hidden_state  # (R, L, H)
+        hidden = hidden[micro.valid] if micro.valid is not None else hidden[0]  # (T, H) in flat order
     weight = model.get_output_embeddings().weight  # (V, H)
     if mask is None:
         return token_logprobs_from_hidden(hidden, weight, targets, temperature=temperature, chunk=chunk,
@@ -115,7 +120,7 @@ def recompute_logprobs(model, mb: MiniBatch, micros: list[MicroBatch], ucfg: Upd
         for micro in micros:
             lp, _ = policy_logprobs(
                 model, micro, mb.targets[micro.start : micro.end], temperature=ucfg.temperature,
-                chunk=ucfg.logprob_chunk, mask=mb.loss_mask[micro.start : micro.end],
+                chunk=ucfg.logprob_chunk, mask=mb.loss_mask[micro.start : micro.end], share_prefix=ucfg.share_prefix,
             )
             out[micro.start : micro.end] = lp.float()
     finally:
@@ -155,7 +160,8 @@ def train_on_minibatch(
     A non-finite gradient norm skips that optimizer step (counted in trainer/skipped_steps). Step metrics
     (actor/*) are means over the optimizer steps; mismatch and staleness metrics are of π_old vs μ.
     """
-    micros = microbatches(mb, ucfg.micro_batch_tokens)
+    share = ucfg.share_prefix and sharing_supported(model)  # then the budget counts a shared prompt once
+    micros = microbatches(mb, ucfg.micro_batch_tokens, share_prefix=share)
     if lp_ref is None and ref_model is not None and ucfg.loss_cfg.kl_coef > 0:
         lp_ref = recompute_logprobs(ref_model, mb, micros, ucfg)
     steps = ucfg.mini_batches * ucfg.ppo_epochs
@@ -178,7 +184,8 @@ def train_on_minibatch(
         for lo, hi in split_trajectories(mb.num_trajectories, ucfg.mini_batches):
             part, s, e = slice_trajectories(mb, lo, hi)
             if part.num_tokens:
-                parts.append((part, microbatches(part, ucfg.micro_batch_tokens), s, e, traj_advantages[lo:hi]))
+                parts.append((part, microbatches(part, ucfg.micro_batch_tokens, share_prefix=share), s, e,
+                              traj_advantages[lo:hi]))
         step_metrics = []
         for _ in range(ucfg.ppo_epochs):
             for part, part_micros, s, e, adv in parts:
@@ -244,7 +251,7 @@ def _optimizer_step(
         s, e = micro.start, micro.end
         lp, ent = policy_logprobs(
             model, micro, mb.targets[s:e], temperature=ucfg.temperature, chunk=ucfg.logprob_chunk, entropy=True,
-            mask=mask[s:e],
+            mask=mask[s:e], share_prefix=ucfg.share_prefix,
         )
         if lp_old is None:
             old = lp.detach().float()

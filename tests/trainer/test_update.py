@@ -118,8 +118,10 @@ def test_micro_batch_split_does_not_change_the_update(two_segment_batch, tmp_pat
     assert not trajectory_local(mb, microbatches(mb, 64))
     results = []
     for budget in (64, 10_000):
+        # the small budget splits trajectories only when every row counts in full (with trainer.share_prefix a
+        # group's prompt counts once and both segments of a trajectory fit); the big one shares prompts
         cfg = _cfg(tmp_path, f"algo.loss={loss}", f"trainer.ppo_epochs={steps}",
-                   f"trainer.micro_batch_tokens={budget}")
+                   f"trainer.micro_batch_tokens={budget}", f"trainer.share_prefix={budget > 64}")
         m, w = _train(batch, update_config_from(cfg), lr=0.1)
         results.append((m, w))
     (small, w_small), (big, w_big) = results

@@ -1,0 +1,311 @@
+"""Shared-prefix training forwards: a prompt shared by several rows of a micro-batch is computed once.
+
+In GRPO the `group_size` trajectories of one task start with the same prompt (system prompt, tool specs, the
+task), often most of each row. In the rows layout (agentrl.trainer.batch) every row runs in full, so the forward
+and backward recompute that prompt once per row. Here rows whose first K tokens agree (K ≥ `min_prefix`) form a
+group, and the micro-batch's forward becomes (at most) three `model.base_model` calls:
+
+1. lone rows (no partner): as today, right-padded rows with the fused causal kernel;
+2. prefixes: one row per group, K_g tokens (right-padded to the longest prefix, causal kernel); every layer's
+   keys/values (after RoPE) are captured by `_Capture`, a cache that stores without growing;
+3. suffixes: one row per member, the tokens after K_g at positions K_g, K_g+1, ..., attending to their group's
+   prefix keys/values (`_Prefixed` concatenates them in front of the row's own, read-only) and causally to
+   themselves, through an explicit (S, 1, s, Kmax + s) mask.
+
+The hidden states of prefix positions are the prefix row's (one tensor shared by the members; the last prefix
+position predicts each member's first differing token, so its hidden is shared but the targets differ, which
+the LM head handles since it runs on (T, H) rows), those of suffix positions each row's own; they are gathered
+into (T, H) in flat order, so everything downstream (LM head on masked positions, losses, corrections) is
+unchanged. Gradients reach the prefix from every member: the backward of both gathers (hidden states into flat
+order, keys/values to suffix rows; index_select, whose index_add_ backward sums in a fixed order) sums over rows. The result equals the plain path up to fp32 rounding (causal attention never lets a
+prefix position see what follows it, and positions and keys are the same), which tests/trainer/test_prefix.py
+checks for logprobs, entropy and parameter gradients.
+
+Groups: rows are sorted by their tokens, so any set of rows with a common prefix is a contiguous run and its
+longest common prefix is the minimum of its neighbours' LCPs; `plan_shared_prefixes` picks, run by run, the split
+that skips the most prefix tokens ((n−1)·K per group). Rows of one GRPO group need not be adjacent. One level
+only: rows of two tasks that share a system prompt but not the issue form two groups, each computing the system
+prompt once.
+
+Budget: with rows of ~1k tokens, the plain planner's 2048 positions hold one row, leaving nothing to share, so
+`batch.microbatches(share_prefix=True)` plans by `shared_cost` (the positions these three forwards compute,
+padding included; activation memory scales with them). Callers pass it only when `sharing_supported(model)`.
+
+Gradient checkpointing (trainer.gradient_checkpointing) works with it: HF's checkpointed decoder layers drop a
+cache argument unless the layer declares `_can_checkpoint_with_cache`, which is safe for these two caches (the
+capture keeps its first tensors when the backward's recompute replays it; the other only reads), so it is set
+on the layers for the call.
+A guard counts the cache calls of every layer; if a transformers version dropped the cache anyway (the suffix
+rows would not have seen their prefix), the micro-batch is recomputed by the plain path and sharing is turned off
+for that model with a warning, never a wrong forward. Attention implementations other than sdpa and eager
+(flash-attention takes no dense mask) and the packed layout keep the plain path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import torch
+from torch import Tensor
+from transformers import DynamicCache
+
+from agentrl.rollout.kv_batch import cache_kwarg, new_cache
+
+if TYPE_CHECKING:
+    from agentrl.trainer.batch import MicroBatch
+
+MIN_PREFIX = 32
+"""Shortest prefix worth sharing (a judgement, not measured): a shorter one skips too few tokens to pay for the
+extra forward and the explicit suffix mask."""
+
+_OFF = "_agentrl_no_shared_prefix"  # set on a model whose transformers version dropped the cache (see module doc)
+
+
+@dataclass
+class PrefixStats:
+    """Counters of the shared-prefix forwards (read by tests and the bench; reset with `reset()`)."""
+
+    forwards: int = 0  # micro-batches that took the shared path
+    groups: int = 0  # prefix groups computed
+    shared_rows: int = 0  # rows that read a shared prefix
+    prefix_tokens: int = 0  # prefix tokens computed (once per group)
+    skipped_tokens: int = 0  # prefix tokens not recomputed: Σ (n_g − 1)·K_g
+
+    def reset(self) -> None:
+        """Zero every counter."""
+        self.forwards = self.groups = self.shared_rows = self.prefix_tokens = self.skipped_tokens = 0
+
+
+stats = PrefixStats()
+
+
+def plan_shared_prefixes(input_ids: Tensor, lengths: list[int], min_prefix: int = MIN_PREFIX,
+                         ) -> list[tuple[list[int], int]]:
+    """Groups of rows (row indices, shared prefix length K) of a right-padded (R, L) block, K ≥ min_prefix.
+
+    Among groupings into contiguous runs of the rows sorted by tokens, the one that skips the most prefix tokens
+    (Σ (n−1)·K); rows in no group are left out (they take the plain path)."""
+    return _plan([input_ids[r, :n].tolist() for r, n in enumerate(lengths)], min_prefix)
+
+
+def _plan(rows: list[list[int]], min_prefix: int) -> list[tuple[list[int], int]]:
+    """plan_shared_prefixes on token lists."""
+    order = sorted(range(len(rows)), key=lambda r: rows[r])
+    lcp = [_lcp(rows[a], rows[b]) for a, b in zip(order[:-1], order[1:], strict=True)]
+
+    def best(i: int, j: int) -> tuple[int, list[tuple[list[int], int]]]:  # sorted rows i..j-1
+        if j - i < 2:
+            return 0, []
+        cut = min(range(i, j - 1), key=lambda k: lcp[k])
+        k = lcp[cut]
+        left, right = best(i, cut + 1), best(cut + 1, j)
+        split = (left[0] + right[0], left[1] + right[1])
+        if k >= min_prefix and (j - i - 1) * k >= split[0]:
+            return (j - i - 1) * k, [(sorted(order[i:j]), k)]
+        return split
+
+    return best(0, len(rows))[1]
+
+
+def _lcp(a: list[int], b: list[int]) -> int:
+    """Length of the longest common prefix of two token lists (binary search over C-speed slice compares)."""
+    lo, hi = 0, min(len(a), len(b))  # a[:lo] == b[:lo]; the answer is ≤ hi
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def shared_cost(rows: list[list[int]], min_prefix: int = MIN_PREFIX) -> int:
+    """Positions the forward of these rows computes (padding included): rows × longest on the plain path; with
+    shared prefixes the padded areas of the lone-row, prefix and suffix forwards."""
+    if not rows:
+        return 0
+    groups = _plan(rows, min_prefix)
+    if not groups:
+        return len(rows) * max(map(len, rows))
+    grouped = {r for members, _ in groups for r in members}
+    lone = [len(t) for r, t in enumerate(rows) if r not in grouped]
+    tails = [len(rows[r]) - k for members, k in groups for r in members if len(rows[r]) > k]
+    return (len(lone) * max(lone, default=0) + len(groups) * max(k for _, k in groups)
+            + len(tails) * max(tails, default=0))
+
+
+def plan_shared_rows(input_ids: Tensor, segment_bounds: list[tuple[int, int]], token_budget: int,
+                     min_prefix: int = MIN_PREFIX) -> list[tuple[int, int]]:
+    """batch.plan_rows with the budget counting the positions the shared-prefix forward computes (shared_cost):
+    a GRPO group whose rows would not fit the budget in full fits once its prompt counts once. Greedy and
+    contiguous like plan_rows (a segment over the budget gets a block of its own)."""
+    plans: list[tuple[int, int]] = []
+    block: list[list[int]] = []
+    start = end = None
+    for s, e in segment_bounds:
+        tokens = input_ids[s:e].tolist()
+        if block and shared_cost(block + [tokens], min_prefix) > token_budget:
+            plans.append((start, end))
+            block = []
+        if not block:
+            start = s
+        block.append(tokens)
+        end = e
+    if block:
+        plans.append((start, end))
+    return plans
+
+
+def sharing_supported(model) -> bool:
+    """True if shared_prefix_hidden can run on this model (sdpa or eager attention, full-attention layers only,
+    and the cache not found dropped): callers plan micro-batches by shared_cost only then."""
+    impl = getattr(model.config, "_attn_implementation", None)
+    return impl in ("sdpa", "eager") and not getattr(model, _OFF, False) and _full_attention(model)
+
+
+def shared_prefix_hidden(model, micro: MicroBatch, *, min_prefix: int = MIN_PREFIX) -> Tensor | None:
+    """Final hidden states (T, H) of a rows-layout micro-batch in flat order, each shared prefix computed once;
+    None when nothing is shared (or sharing cannot run here), and the caller takes the plain path."""
+    if micro.valid is None or micro.attention_mask is not None or not sharing_supported(model):
+        return None
+    lengths = micro.valid.sum(1).tolist()
+    groups = plan_shared_prefixes(micro.input_ids, lengths, min_prefix)
+    if not groups:
+        return None
+    try:
+        additive = model.config._attn_implementation == "eager"
+        hidden = _grouped_forward(model, micro, lengths, groups, additive=additive)
+    except _CacheDropped:
+        setattr(model, _OFF, True)
+        warnings.warn("trainer.share_prefix: this transformers version drops the KV cache in these layers; "
+                      "training forwards run every row in full", stacklevel=2)
+        return None
+    stats.forwards += 1
+    stats.groups += len(groups)
+    stats.shared_rows += sum(len(rows) for rows, _ in groups)
+    stats.prefix_tokens += sum(k for _, k in groups)
+    stats.skipped_tokens += sum((len(rows) - 1) * k for rows, k in groups)
+    return hidden
+
+
+class _CacheDropped(RuntimeError):
+    """A decoder layer ran without the cache it was given."""
+
+
+class _Capture(DynamicCache):
+    """Keeps each layer's keys/values of the prefix pass (G, h, K, d) and passes them through unchanged."""
+
+    def update(self, key_states, value_states, layer_idx, *args, **kwargs):
+        if not self.frozen:  # a checkpoint recompute in the backward replays this call: keep the first tensors
+            self.kv[layer_idx] = (key_states, value_states)
+        return key_states, value_states
+
+
+class _Prefixed(DynamicCache):
+    """Puts the group's prefix keys/values in front of each suffix row's own (read-only: nothing is stored)."""
+
+    def update(self, key_states, value_states, layer_idx, *args, **kwargs):
+        self.reads.add(layer_idx)
+        keys, values = self.prefix[layer_idx]  # (G, h, Kmax, d)
+        keys, values = keys.index_select(0, self.group), values.index_select(0, self.group)  # (S, h, Kmax, d)
+        return torch.cat([keys, key_states], dim=2), torch.cat([values, value_states], dim=2)
+
+
+def _full_attention(model) -> bool:
+    """True if every layer's cache is a plain DynamicLayer (no sliding-window or linear attention; new_cache)."""
+    known = getattr(model, "_agentrl_full_attention", None)
+    if known is None:
+        try:
+            new_cache(model)
+            known = True
+        except ValueError:
+            known = False
+        model._agentrl_full_attention = known
+    return known
+
+
+@contextlib.contextmanager
+def _cache_through_checkpointing(model):
+    """Let checkpointed decoder layers keep the cache argument (HF's `_can_checkpoint_with_cache`) for a call."""
+    layers = [m for m in model.base_model.modules() if hasattr(type(m), "_can_checkpoint_with_cache")]
+    for m in layers:
+        m._can_checkpoint_with_cache = True
+    try:
+        yield
+    finally:
+        for m in layers:
+            del m._can_checkpoint_with_cache
+
+
+def _grouped_forward(model, micro: MicroBatch, lengths: list[int], groups: list[tuple[list[int], int]], *,
+                     additive: bool) -> Tensor:
+    """Lone rows, prefixes and suffixes as three forwards; their hidden states gathered into flat order (T, H)."""
+    ids, dev = micro.input_ids, micro.input_ids.device
+    num_rows, width = ids.shape
+    n_layers = model.config.num_hidden_layers
+    index = torch.full((num_rows, width), -1, dtype=torch.long)  # (R, L) row of the pool holding that hidden
+    parts: list[Tensor] = []
+    offset = 0
+    grouped = {r for rows, _ in groups for r in rows}
+
+    lone = [r for r in range(num_rows) if r not in grouped]
+    if lone:
+        w = max(lengths[r] for r in lone)
+        rows = torch.tensor(lone, device=dev)
+        h = model.base_model(input_ids=ids[rows, :w], position_ids=micro.position_ids[rows, :w], use_cache=False,
+                             ).last_hidden_state  # (nl, w, H)
+        for i, r in enumerate(lone):
+            index[r, : lengths[r]] = offset + i * w + torch.arange(lengths[r])
+        parts.append(h.reshape(-1, h.shape[-1]))
+        offset += h.shape[0] * w
+
+    k_max = max(k for _, k in groups)
+    prefix_ids = torch.zeros(len(groups), k_max, dtype=torch.long, device=dev)
+    for g, (rows, k) in enumerate(groups):
+        prefix_ids[g, :k] = ids[rows[0], :k]
+        for r in rows:
+            index[r, :k] = offset + g * k_max + torch.arange(k)
+    capture = _Capture(config=model.config)
+    capture.kv, capture.frozen = {}, False
+    with _cache_through_checkpointing(model):
+        h = model.base_model(input_ids=prefix_ids, position_ids=torch.arange(k_max, device=dev).expand_as(prefix_ids),
+                             use_cache=False, **{cache_kwarg(model): capture}).last_hidden_state  # (G, Kmax, H)
+    capture.frozen = True
+    if len(capture.kv) != n_layers:
+        raise _CacheDropped
+    parts.append(h.reshape(-1, h.shape[-1]))
+    offset += h.shape[0] * k_max
+
+    suffix = [(g, r, k) for g, (rows, k) in enumerate(groups) for r in rows if lengths[r] > k]
+    if suffix:
+        s_max = max(lengths[r] - k for _, r, k in suffix)
+        suffix_ids = torch.zeros(len(suffix), s_max, dtype=torch.long, device=dev)
+        starts = torch.tensor([k for _, _, k in suffix], device=dev)  # (S,) each row's prefix length
+        for i, (_, r, k) in enumerate(suffix):
+            n = lengths[r] - k
+            suffix_ids[i, :n] = ids[r, k : lengths[r]]
+            index[r, k : lengths[r]] = offset + i * s_max + torch.arange(n)
+        q = torch.arange(s_max, device=dev)
+        see_prefix = torch.arange(k_max, device=dev)[None, :] < starts[:, None]  # (S, Kmax)
+        causal = (q[None, :] <= q[:, None]).expand(len(suffix), s_max, s_max)  # (S, s, s)
+        mask = torch.cat([see_prefix[:, None, :].expand(-1, s_max, -1), causal], dim=2)[:, None]  # (S,1,s,Kmax+s)
+        if additive:  # eager attention adds its mask to the scores
+            mask = torch.zeros(mask.shape, dtype=h.dtype, device=dev).masked_fill_(~mask, torch.finfo(h.dtype).min)
+        prefixed = _Prefixed(config=model.config)
+        prefixed.prefix, prefixed.reads = capture.kv, set()
+        prefixed.group = torch.tensor([g for g, _, _ in suffix], device=dev)
+        with _cache_through_checkpointing(model):
+            h = model.base_model(input_ids=suffix_ids, position_ids=starts[:, None] + q[None, :], attention_mask=mask,
+                                 use_cache=False, **{cache_kwarg(model): prefixed}).last_hidden_state  # (S, s, H)
+        if len(prefixed.reads) != n_layers:
+            raise _CacheDropped
+        parts.append(h.reshape(-1, h.shape[-1]))
+
+    pool = torch.cat(parts) if len(parts) > 1 else parts[0]  # (M, H)
+    # (T, H) in flat order; the backward sums shared rows' gradients. index_select, not pool[...]: its backward
+    # (index_add_) adds duplicates in a fixed order, while advanced indexing's (index_put_ with accumulate, sorted
+    # in parallel) may not, and two identical updates would then differ in the last bit
+    return pool.index_select(0, index[micro.valid].to(dev))
