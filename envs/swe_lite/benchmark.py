@@ -62,7 +62,8 @@ async def resolved_rate(cfg, engine, tokenizer, tasks: list[Task], level: int, *
             for task, traj in zip(tasks, trajs, strict=True):
                 info = traj.reward_info or {}
                 f.write(f"{task.instance_id}  level {level}  resolved={bool(info.get('resolved'))}  "
-                        f"exit={info.get('exit_reason', '')}\n{traj.render(tokenizer, max_chars=6000)}\n{'=' * 100}\n")
+                        f"termination={traj.termination}  scored={trainable(traj)}\n"
+                        f"{traj.render(tokenizer, max_chars=6000)}\n{'=' * 100}\n")
     per_task = {i: float(bool(t.reward_info.get("resolved"))) for i, t in enumerate(trajs) if trainable(t)}
     total = sum(per_task.values())
     low, high = wilson(total, len(per_task))
