@@ -21,7 +21,6 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from agentrl.trainer.prefix import plan_shared_rows
 from agentrl.types import Trajectory
 
 
@@ -145,6 +144,10 @@ def microbatches(mb: MiniBatch, token_budget: int, layout: str = "rows", *, shar
     if layout != "rows":
         raise ValueError(f"unknown micro-batch layout {layout!r}; use rows or packed")
     if share_prefix:
+        from agentrl.trainer.prefix import (
+            plan_shared_rows,  # prefix.py types its arguments with this module's
+        )
+
         plans = plan_shared_rows(mb.input_ids, mb.segment_bounds, token_budget)
     else:
         plans = plan_rows(mb.segment_bounds, token_budget)
