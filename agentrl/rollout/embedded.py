@@ -410,7 +410,7 @@ class EmbeddedEngine:
             req.output_ids.append(tok)
             req.logprobs.append(lp)
             req.versions.append(self._version)
-        keep = []
+        keep, finished = [], []
         for i, req in enumerate(self._rows):
             if req.cancelled:
                 continue
@@ -420,8 +420,10 @@ class EmbeddedEngine:
             else:
                 if self.sessions.max_bytes > 0 and req.session_id is not None:
                     self.sessions.store(req.session_id, self._batch.row_past(i, req.input_ids + req.output_ids))
-                self._finish(req, *reason)
+                finished.append((req, reason))
         self._keep_rows(keep)
+        for req, reason in finished:  # answered once their rows have left: a caller never sees them still running
+            self._finish(req, *reason)
 
     def _keep_rows(self, keep: list[int]) -> None:
         """Keep only these rows of the running batch (and their KV); an empty list ends the batch."""
