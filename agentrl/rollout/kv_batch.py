@@ -162,13 +162,8 @@ class KVBatch:
         for row, p in enumerate(pasts):
             past_mask[row, width - len(p.tokens):] = 1
         tails = [prompt[len(p.tokens):] for prompt, p in zip(prompts, pasts, strict=True)]
-        tail_width = max(len(t) for t in tails)
-        ids = torch.zeros((len(tails), tail_width), dtype=torch.long)
-        own = torch.zeros((len(tails), tail_width), dtype=torch.long)
-        for row, tail in enumerate(tails):
-            ids[row, tail_width - len(tail):] = torch.tensor(tail, dtype=torch.long)
-            own[row, tail_width - len(tail):] = 1
-        ids, own, past_mask = ids.to(device), own.to(device), past_mask.to(device)
+        ids, own = _left_padded(tails, device)
+        past_mask = past_mask.to(device)
         mask = torch.cat([past_mask, own], dim=1)
         positions = past_mask.sum(-1, keepdim=True) + (own.cumsum(-1) - 1).clamp(min=0)
         out = model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True, logits_to_keep=1,
@@ -236,13 +231,7 @@ class KVBatch:
                 layer.keys = layer.keys.repeat(len(prompts), 1, 1, 1)
                 layer.values = layer.values.repeat(len(prompts), 1, 1, 1)
         tails = [p[shared:] for p in prompts]
-        width = max(len(t) for t in tails)
-        ids = torch.zeros((len(tails), width), dtype=torch.long)
-        own = torch.zeros((len(tails), width), dtype=torch.long)
-        for row, tail in enumerate(tails):
-            ids[row, width - len(tail) :] = torch.tensor(tail, dtype=torch.long)
-            own[row, width - len(tail) :] = 1
-        ids, own = ids.to(device), own.to(device)
+        ids, own = _left_padded(tails, device)
         mask = torch.cat([own.new_ones((len(tails), shared)), own], dim=1)
         positions = shared + (own.cumsum(-1) - 1).clamp(min=0)  # (U, W)
         out = model(
@@ -322,6 +311,17 @@ def _chunks(prompts: list, token_budget: int, min_shared: int) -> list[list[int]
                 chunks.append([])
             chunks[-1].append(i)
     return chunks
+
+
+def _left_padded(rows: list[list[int]], device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """(ids, mask) of token lists left-padded to the longest: (B, W) long tensors, mask 1 on real tokens."""
+    width = max(len(r) for r in rows)
+    ids = torch.zeros((len(rows), width), dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, row in enumerate(rows):
+        ids[i, width - len(row):] = torch.tensor(row, dtype=torch.long)
+        mask[i, width - len(row):] = 1
+    return ids.to(device), mask.to(device)
 
 
 def _common_prefix(prompts: list[list[int]]) -> int:
