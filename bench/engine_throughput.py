@@ -22,6 +22,7 @@ import sys
 import time
 from pathlib import Path
 
+import agentrl  # noqa: F401  # isort: skip  (first: sets OMP_WAIT_POLICY before torch loads libgomp)
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 
+import agentrl  # noqa: F401  # isort: skip  (first: sets OMP_WAIT_POLICY before torch loads libgomp)
 import torch
 
 from agentrl.trainer.losses import LossConfig, loss_normalizer, policy_loss

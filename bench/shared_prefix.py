@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import time
 
+import agentrl  # noqa: F401  # isort: skip  (first: sets OMP_WAIT_POLICY before torch loads libgomp)
 import torch
 
 from agentrl.models import load_model

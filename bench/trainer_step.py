@@ -23,9 +23,9 @@ import resource
 import statistics
 import time
 
+import agentrl  # isort: skip  (first: sets OMP_WAIT_POLICY before torch loads libgomp)
 import torch
 
-import agentrl
 from agentrl.config import load_config
 from agentrl.models import load_model, load_tokenizer
 from agentrl.trainer.loop import build_engine
