@@ -22,7 +22,7 @@ import torch
 
 from agentrl.models import load_model
 from agentrl.trainer.batch import build_minibatch, microbatches
-from agentrl.trainer.loop import _enable_gradient_checkpointing
+from agentrl.trainer.loop import enable_gradient_checkpointing
 from agentrl.trainer.prefix import stats
 from agentrl.trainer.update import policy_logprobs
 from agentrl.types import Segment, Trajectory
@@ -71,7 +71,7 @@ def main() -> None:
     ap.add_argument("--model", default="smollm2-135m-instruct")
     args = ap.parse_args()
     model = load_model(args.model).train()
-    _enable_gradient_checkpointing(model)
+    enable_gradient_checkpointing(model)
     mb = make_batch(args.groups, args.rows, args.prompt, model.config.vocab_size)
     n = mb.num_tokens
     print(f"batch: {args.groups} groups × {args.rows} rows, {args.prompt}-token prompts, {n} tokens "

@@ -28,7 +28,8 @@ import torch
 
 from agentrl.config import load_config
 from agentrl.models import load_model, load_tokenizer
-from agentrl.trainer.loop import build_engine
+from agentrl.trainer.loop import build_engine, enable_gradient_checkpointing
+from agentrl.trainer.memory import build_optimizer
 from agentrl.trainer.pipeline import collect_step
 from agentrl.trainer.update import train_on_batch, update_config_from
 from agentrl.types import user
@@ -111,15 +112,17 @@ async def main(args) -> None:
         "env.name=bench_addition", f"model.name={args.model}", "rollout.tasks_per_step=8", "rollout.group_size=4",
         "rollout.max_new_tokens=64", "rollout.max_context_tokens=512", "rollout.max_turns=1",
         "rollout.dynamic_sampling=false", "trainer.lr=1e-6", "trainer.grad_clip=1.0",
-        "trainer.micro_batch_tokens=4096", *args.overrides,
+        "trainer.micro_batch_tokens=4096", "trainer.gradient_checkpointing=false", *args.overrides,
     ])
     gflops = matmul_gflops()
     tok = load_tokenizer(args.model)
     model = load_model(args.model).train()
+    if cfg.trainer.gradient_checkpointing:  # off unless overridden (TRL's peer run has it off)
+        enable_gradient_checkpointing(model)
     n_params = sum(p.numel() for p in model.parameters())
     ceiling = gflops * 1e9 / (6 * n_params)
     print(f"CPU fp32 matmul: {gflops:.1f} GFLOP/s → training ceiling ≈ {ceiling:.0f} tok/s for {n_params / 1e6:.0f}M params")
-    optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.trainer.lr)
+    optimizer = build_optimizer(model, cfg.trainer)  # trainer.optimizer_state=bfloat16 for bf16 moments
     engine = build_engine(cfg, model, tok)  # the same embedded copy of the policy that `agentrl train` uses
     ucfg = update_config_from(cfg)
     rows = []

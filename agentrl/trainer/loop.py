@@ -164,7 +164,7 @@ def setup(cfg: Config, *, resume: str | None, init_from: str | None, console) ->
     source = model_dir(ckpt) if ckpt else (model_dir(init_from) if init_from else cfg.model.name)
     model = load_model(source, dtype=cfg.model.dtype, device=cfg.model.device).train()
     if cfg.trainer.gradient_checkpointing:
-        _enable_gradient_checkpointing(model)
+        enable_gradient_checkpointing(model)
     t = cfg.trainer
     optimizer = build_optimizer(model, t)  # AdamW; bfloat16 moments with trainer.optimizer_state=bfloat16
     warmup = max(t.warmup_steps, 1)
@@ -211,7 +211,7 @@ def _checkpoint_to_resume(resume: str | None, run_dir: Path) -> Path | None:
     return ckpt
 
 
-def _enable_gradient_checkpointing(model) -> None:
+def enable_gradient_checkpointing(model) -> None:
     """Recompute activations in the backward pass (non-reentrant), under either transformers name."""
     if hasattr(model, "activation_checkpointing_enable"):  # transformers ≥ 5.x; the old name warns
         model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})

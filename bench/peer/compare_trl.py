@@ -61,8 +61,13 @@ def run_json(cmd: list[str], out: Path) -> dict:
     return json.loads(out.read_text())
 
 
-def table(trl: dict, ours: dict) -> str:
-    """The side-by-side table: figure, TRL, agentrl, agentrl/TRL (and which way is better)."""
+# the memory-lean variant of agentrl's run: same workload, activations recomputed in the backward pass and
+# AdamW's moments in bfloat16 (the two trainer keys that trade speed for memory; #20 item 5)
+LEAN = ["trainer.gradient_checkpointing=true", "trainer.optimizer_state=bfloat16"]
+
+
+def table(trl: dict, runs: list[tuple[str, dict]]) -> str:
+    """The side-by-side table: figure, TRL, then each agentrl run and its ratio to TRL (and which way is better)."""
     rows = [
         ("step wall (s)", "step_s", "lower"),
         ("generation tok/s", "gen_tok_s", "higher"),
@@ -72,11 +77,16 @@ def table(trl: dict, ours: dict) -> str:
         ("peak RSS (GB)", "peak_rss_gb", "lower"),
         ("mean reward", "reward", "—"),
     ]
-    lines = [f"| figure | TRL {TRL} | agentrl | agentrl/TRL |", "|---|---|---|---|"]
+    head = "".join(f" {name} | {name}/TRL |" for name, _ in runs)
+    lines = [f"| figure | TRL {TRL} |{head}", "|---|---|" + "---|---|" * len(runs)]
     for label, key, better in rows:
-        a, b = trl[key], ours[key]
-        ratio = f"{b / a:.2f}× ({better} is better)" if a and better != "—" else "—"
-        lines.append(f"| {label} | {a:.2f} | {b:.2f} | {ratio} |")
+        a = trl[key]
+        cells = ""
+        for _, ours in runs:
+            b = ours[key]
+            ratio = f"{b / a:.2f}× ({better} is better)" if a and better != "—" else "—"
+            cells += f" {b:.2f} | {ratio} |"
+        lines.append(f"| {label} | {a:.2f} |{cells}")
     return "\n".join(lines)
 
 
@@ -87,6 +97,7 @@ def main() -> None:
         "AGENTRL_PEER_VENV", Path.home() / ".cache" / "agentrl-peer" / f"trl-{TRL}")))
     p.add_argument("--wheels", type=Path, default=Path(os.environ.get("AGENTRL_TORCH_WHEELS", "/opt/wheels")))
     p.add_argument("--skip-trl", type=Path, default=None, help="reuse a TRL summary JSON instead of running TRL")
+    p.add_argument("--no-lean", action="store_true", help="skip agentrl's memory-lean run (" + " ".join(LEAN) + ")")
     args = p.parse_args()
 
     from agentrl.models import default_model_dir
@@ -102,15 +113,21 @@ def main() -> None:
             py = ensure_venv(args.venv, args.wheels)
             trl = run_json([str(py), str(HERE / "trl_worker.py"), "--model", str(model_dir),
                             "--steps", str(args.steps), "--json", str(trl_out)], trl_out)
-        ours = run_json([sys.executable, str(HERE.parent / "trainer_step.py"), "--steps", str(args.steps),
-                         "--json", str(our_out)], our_out)
+        step_cmd = [sys.executable, str(HERE.parent / "trainer_step.py"), "--steps", str(args.steps)]
+        ours = run_json([*step_cmd, "--json", str(our_out)], our_out)
+        runs = [("agentrl", ours)]
+        if not args.no_lean:
+            lean_out = Path(tmp) / "agentrl_lean.json"
+            runs.append(("agentrl lean", run_json([*step_cmd, "--json", str(lean_out), *LEAN], lean_out)))
     span = f"steps 2–{args.steps}" if args.steps > 1 else "step 1 (includes warm-up)"
     print(f"\nTRL {TRL} GRPOTrainer vs agentrl, means of {span}, same run "
           f"(machine shared: compare ratios only; CPU probe {ours.get('gflops', 0):.0f} GFLOP/s)\n")
-    print(table(trl, ours))
+    print(table(trl, runs))
     if ours.get("ceiling_tok_s"):
         print(f"\ntraining ceiling (6 × params FLOP/token at the probed matmul rate): {ours['ceiling_tok_s']:.0f} tok/s; "
               f"TRL at {trl['train_tok_s'] / ours['ceiling_tok_s']:.0%}, agentrl at {ours['train_tok_s'] / ours['ceiling_tok_s']:.0%}")
+    if not args.no_lean:
+        print(f"agentrl lean = agentrl with {' '.join(LEAN)}")
     print("\nsettings that differ (all others equal: fp32, no vLLM, no KL, lr 1e-6, grad clip 1, 1 iteration):")
     for what, a, b in DIFFERENCES:
         print(f"  {what}: TRL {a}; agentrl {b}")

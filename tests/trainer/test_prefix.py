@@ -8,7 +8,7 @@ import torch
 
 from agentrl.models import load_model
 from agentrl.trainer.batch import build_minibatch, microbatches
-from agentrl.trainer.loop import _enable_gradient_checkpointing
+from agentrl.trainer.loop import enable_gradient_checkpointing
 from agentrl.trainer.prefix import MIN_PREFIX, plan_shared_prefixes, stats
 from agentrl.trainer.update import policy_logprobs
 from agentrl.types import Segment, Trajectory
@@ -89,7 +89,7 @@ def test_shared_prefix_forward_equals_the_plain_path_in_logprobs_entropy_and_gra
     if mode == "eager":
         model.set_attn_implementation("eager")
     if mode == "checkpointing":
-        _enable_gradient_checkpointing(model)  # as the trainer does (trainer.gradient_checkpointing, the default)
+        enable_gradient_checkpointing(model)  # as the trainer does (trainer.gradient_checkpointing, the default)
     stats.reset()
     lp_plain, ent_plain, g_plain = _run(model, micro, mb, share_prefix=False)
     assert stats.forwards == 0
