@@ -11,7 +11,11 @@ training (the corpus is split by module). Each rate has a 95% Wilson interval, a
 warm start on the same tasks by an exact paired sign test (McNemar) per level. Writes OUT/summary.json and
 OUT/dashboard.png (resolved rate per level and phase); the GRPO run keeps its own training dashboard.
 
-Every held-out episode is written as text to OUT/episodes_<phase>_level<L>.txt.
+Every held-out episode is written as text to OUT/episodes_<phase>_level<L>.txt, and each phase's result (per-task
+outcomes, the checkpoint and the tasks it was measured on) to OUT/heldout_<phase>_level<L>.json. `--reeval` trains
+nothing and evaluates the latest sft/ and grpo/ checkpoints under OUT again (e.g. after `agentrl train --resume
+OUT/grpo trainer.steps=24`); with `--reuse` a phase whose stored result was measured on the same checkpoint and
+tasks is not evaluated again.
 
 `--quick` runs the whole pipeline on a tiny budget (2 held-out tasks at level 0, 4 expert episodes, one GRPO
 step of 2×2 episodes): a smoke run, not a measurement. A benchmark, not a test; the machine it ran on may be
@@ -29,7 +33,7 @@ from agentrl.envs.swe_lite.benchmark import evaluate_model, held_out_tasks
 
 from agentrl.config import load_config
 from agentrl.trainer.checkpoint import latest_checkpoint
-from agentrl.trainer.heldout import paired_sign_test
+from agentrl.trainer.heldout import HeldOut, paired_sign_test
 from agentrl.trainer.loop import train
 
 QUICK = ["sft.episodes=4", "sft.epochs=1", "trainer.steps=1", "rollout.tasks_per_step=1", "rollout.group_size=2",
@@ -72,6 +76,34 @@ def dashboard(rows: list[dict], path: Path) -> Path | None:
     return path
 
 
+def fingerprint(model: str) -> list:
+    """Name, size and mtime of every file of a model directory (a retrained checkpoint at the same path differs);
+    the model name itself for a named model."""
+    d = Path(model)
+    if not d.is_dir():
+        return [model]
+    return [[str(f.relative_to(d)), f.stat().st_size, f.stat().st_mtime_ns] for f in sorted(d.rglob("*")) if f.is_file()]
+
+
+def save_heldout(path: Path, h: HeldOut, model: str, task_ids: list[str], eval_s: float) -> None:
+    """One phase's held-out result with what it was measured on, so a later --reeval --reuse can pair with it."""
+    path.write_text(json.dumps({"checkpoint": str(model), "fingerprint": fingerprint(model), "tasks": task_ids,
+                                "eval_s": round(eval_s, 1),
+                                "mean": h.mean, "low": h.low, "high": h.high, "n": h.n, "masked": h.masked,
+                                "per_task": {str(k): v for k, v in h.per_task.items()}}, indent=1) + "\n")
+
+
+def load_heldout(path: Path, model: str, task_ids: list[str]) -> tuple[HeldOut, float] | None:
+    """(the stored HeldOut, its eval seconds) if path holds a result for this checkpoint and these tasks."""
+    if not path.exists():
+        return None
+    d = json.loads(path.read_text())
+    if d.get("checkpoint") != str(model) or d.get("fingerprint") != fingerprint(model) or d.get("tasks") != task_ids:
+        return None
+    per_task = {int(k): float(v) for k, v in d["per_task"].items()}
+    return HeldOut(d["mean"], d["low"], d["high"], d["n"], d["masked"], per_task), float(d.get("eval_s", 0.0))
+
+
 def main(argv: list[str] | None = None) -> dict:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", default="smollm2-135m-instruct")
@@ -86,8 +118,12 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--quick", action="store_true", help="a smoke run on a tiny budget (not a measurement)")
     p.add_argument("--skip-base", action="store_true", help="do not evaluate the base model")
     p.add_argument("--reeval", action="store_true", help="train nothing: evaluate the checkpoints under --out again")
+    p.add_argument("--reuse", action="store_true",
+                   help="with --reeval: keep a phase's stored result when its checkpoint and tasks are unchanged")
     p.add_argument("overrides", nargs="*", help="dotted config overrides for both training phases")
     args = p.parse_args(argv)
+    if args.reuse and not args.reeval:
+        p.error("--reuse only applies with --reeval (a training run makes new checkpoints)")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     levels = [int(x) for x in args.levels.split(",")] if not args.quick else [0]
@@ -110,12 +146,20 @@ def main(argv: list[str] | None = None) -> dict:
 
     def phase(name: str, model: str, train_s: float) -> None:
         for lv in levels:
-            episodes = out / f"episodes_{name.replace(' ', '_')}_level{lv}.txt"
-            h, eval_s = timed(evaluate_model, cfg, model, tasks[lv], lv, label=name, episodes_path=episodes)
+            stem = f"{name.replace(' ', '_')}_level{lv}"
+            ids = [t.instance_id for t in tasks[lv]]
+            stored = load_heldout(out / f"heldout_{stem}.json", model, ids) if args.reuse else None
+            if stored is not None:
+                (h, eval_s), name_note = stored, " (stored result reused)"
+            else:
+                h, eval_s = timed(evaluate_model, cfg, model, tasks[lv], lv, label=name,
+                                  episodes_path=out / f"episodes_{stem}.txt")
+                save_heldout(out / f"heldout_{stem}.json", h, model, ids, eval_s)
+                name_note = ""
             held[(name, lv)] = h
             rows.append({"phase": name, "level": lv, "resolved": h.mean, "ci95": [h.low, h.high], "n": h.n,
                          "masked": h.masked, "train_s": round(train_s, 1), "eval_s": round(eval_s, 1)})
-            print(f"{name} level {lv}: {h}  (train {train_s:.0f}s, eval {eval_s:.0f}s)", flush=True)
+            print(f"{name} level {lv}: {h}  (train {train_s:.0f}s, eval {eval_s:.0f}s){name_note}", flush=True)
 
     if not args.skip_base and not args.reeval:
         phase("base model", args.model, 0.0)

@@ -25,3 +25,25 @@ def test_quick_run_writes_summary_and_dashboard(tmp_path, docker_backend):
     assert trained and not {t.split("-")[0] for t in trained} & held_out_modules  # split by module
     assert set(summary["paired_grpo_vs_warm_start"]["0"]) == {"gained", "lost", "p_value"}
     assert (tmp_path / "dashboard.png").stat().st_size > 0 and Path(summary["checkpoints"]["grpo"]).is_dir()
+    for phase in ("warm_start", "GRPO"):  # each phase's result is stored with what it was measured on
+        stored = json.loads((tmp_path / f"heldout_{phase}_level0.json").read_text())
+        assert stored["tasks"] == tasks and stored["n"] + stored["masked"] == 2
+
+    # --reeval --reuse: unchanged checkpoints are not evaluated again; a rewritten one is
+    episodes = tmp_path / "episodes_GRPO_level0.txt"
+    episodes.unlink()
+    again = main(["--quick", "--model", "tiny", "--out", str(tmp_path), "--reeval", "--reuse",
+                  f"env.kwargs.backend={docker_backend}"])
+    assert not episodes.exists()
+    assert json.loads(json.dumps(again["paired_grpo_vs_warm_start"])) == summary["paired_grpo_vs_warm_start"]
+    weights = next(Path(summary["checkpoints"]["grpo"], "model").glob("*.safetensors"))
+    weights.write_bytes(weights.read_bytes())  # same path, a new file: could be a retrained checkpoint
+    main(["--quick", "--model", "tiny", "--out", str(tmp_path), "--reeval", "--reuse",
+          f"env.kwargs.backend={docker_backend}"])
+    assert episodes.exists()
+
+
+def test_reuse_needs_reeval(tmp_path):
+    main = runpy.run_path(str(BENCH))["main"]
+    with pytest.raises(SystemExit):
+        main(["--quick", "--reuse", "--out", str(tmp_path)])
