@@ -201,8 +201,9 @@ def main(argv: list[str] | None = None) -> dict:
                "rows": rows, "paired_grpo_vs_warm_start": paired, "total_s": round(total_s, 1),
                "dashboard": str(png) if png else None,
                "training_dashboard": str(out / "grpo" / "dashboard.png")}
-    (out / ("summary_reeval.json" if args.reeval else "summary.json")).write_text(json.dumps(summary, indent=2) + "\n")
-    print(f"total {total_s / 60:.1f} min; summary {out / 'summary.json'}; dashboard {png}")
+    summary_path = out / ("summary_reeval.json" if args.reeval else "summary.json")
+    summary_path.write_text(json.dumps(summary, indent=2) + "\n")
+    print(f"total {total_s / 60:.1f} min; summary {summary_path}; dashboard {png}")
     return summary
 
 
