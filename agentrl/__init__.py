@@ -12,7 +12,7 @@ from typing import Any
 
 # OpenMP threads that spin-wait at the end of each parallel region starve a process that shares the cores
 # (sandboxes running tests, the trainer beside the engine in async mode, a second job): with 2 busy threads
-# elsewhere on 2 cores, the embedded engine took 162 s instead of 23 s for the same 32 completions
+# elsewhere on 2 cores, the embedded engine took 238 s instead of 36 s for the same 32 completions
 # (bench/omp_contention.py). Sleeping waiters cost nothing measurable on an idle machine. libgomp reads this
 # when torch loads it, so it only applies when agentrl is imported before torch; a value you set wins.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
