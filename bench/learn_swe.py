@@ -95,13 +95,14 @@ def save_heldout(path: Path, h: HeldOut, model: str, task_ids: list[str], eval_s
 
 def load_heldout(path: Path, model: str, task_ids: list[str]) -> tuple[HeldOut, float] | None:
     """(the stored HeldOut, its eval seconds) if path holds a result for this checkpoint and these tasks."""
-    if not path.exists():
+    try:
+        d = json.loads(path.read_text())
+        if d.get("checkpoint") != str(model) or d.get("fingerprint") != fingerprint(model) or d.get("tasks") != task_ids:
+            return None
+        per_task = {int(k): float(v) for k, v in d["per_task"].items()}
+        return HeldOut(d["mean"], d["low"], d["high"], d["n"], d["masked"], per_task), float(d.get("eval_s", 0.0))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):  # missing or damaged: evaluate again
         return None
-    d = json.loads(path.read_text())
-    if d.get("checkpoint") != str(model) or d.get("fingerprint") != fingerprint(model) or d.get("tasks") != task_ids:
-        return None
-    per_task = {int(k): float(v) for k, v in d["per_task"].items()}
-    return HeldOut(d["mean"], d["low"], d["high"], d["n"], d["masked"], per_task), float(d.get("eval_s", 0.0))
 
 
 def main(argv: list[str] | None = None) -> dict:
