@@ -28,8 +28,7 @@ import torch
 
 from agentrl.config import load_config
 from agentrl.models import load_model, load_tokenizer
-from agentrl.trainer.loop import build_engine, enable_gradient_checkpointing
-from agentrl.trainer.memory import build_optimizer
+from agentrl.trainer.loop import build_engine, prepare_policy
 from agentrl.trainer.pipeline import collect_step
 from agentrl.trainer.update import train_on_batch, update_config_from
 from agentrl.types import user
@@ -117,12 +116,10 @@ async def main(args) -> None:
     gflops = matmul_gflops()
     tok = load_tokenizer(args.model)
     model = load_model(args.model).train()
-    if cfg.trainer.gradient_checkpointing:  # off unless overridden (TRL's peer run has it off)
-        enable_gradient_checkpointing(model)
     n_params = sum(p.numel() for p in model.parameters())
     ceiling = gflops * 1e9 / (6 * n_params)
     print(f"CPU fp32 matmul: {gflops:.1f} GFLOP/s → training ceiling ≈ {ceiling:.0f} tok/s for {n_params / 1e6:.0f}M params")
-    optimizer = build_optimizer(model, cfg.trainer)  # trainer.optimizer_state=bfloat16 for bf16 moments
+    optimizer = prepare_policy(model, cfg.trainer)  # as `agentrl train`: checkpointing (off here, as TRL), AdamW
     engine = build_engine(cfg, model, tok)  # the same embedded copy of the policy that `agentrl train` uses
     ucfg = update_config_from(cfg)
     rows = []

@@ -163,10 +163,8 @@ def setup(cfg: Config, *, resume: str | None, init_from: str | None, console) ->
     ckpt = _checkpoint_to_resume(resume, run_dir)
     source = model_dir(ckpt) if ckpt else (model_dir(init_from) if init_from else cfg.model.name)
     model = load_model(source, dtype=cfg.model.dtype, device=cfg.model.device).train()
-    if cfg.trainer.gradient_checkpointing:
-        enable_gradient_checkpointing(model)
     t = cfg.trainer
-    optimizer = build_optimizer(model, t)  # AdamW; bfloat16 moments with trainer.optimizer_state=bfloat16
+    optimizer = prepare_policy(model, t)
     warmup = max(t.warmup_steps, 1)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup))
     ref_model = load_model(source, dtype=cfg.model.dtype, device=cfg.model.device) if cfg.algo.kl_coef else None
@@ -209,6 +207,15 @@ def _checkpoint_to_resume(resume: str | None, run_dir: Path) -> Path | None:
     if ckpt is None:
         raise ConfigError(f"--resume {resume}: no complete checkpoint in {run_dir / 'checkpoints'}")
     return ckpt
+
+
+def prepare_policy(model, trainer_cfg) -> torch.optim.Optimizer:
+    """What training does to a loaded policy, shared by `train` and bench/trainer_step.py so the bench cannot
+    drift from it: gradient checkpointing when trainer.gradient_checkpointing, and the trainer's AdamW
+    (bfloat16 moments with trainer.optimizer_state=bfloat16; memory.build_optimizer)."""
+    if trainer_cfg.gradient_checkpointing:
+        enable_gradient_checkpointing(model)
+    return build_optimizer(model, trainer_cfg)
 
 
 def enable_gradient_checkpointing(model) -> None:
