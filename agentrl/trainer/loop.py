@@ -46,7 +46,7 @@ from agentrl.trainer.checkpoint import (
 from agentrl.trainer.collect import StepBatch
 from agentrl.trainer.env_factory import build_env_factory
 from agentrl.trainer.heldout import evaluate
-from agentrl.trainer.memory import build_optimizer
+from agentrl.trainer.memory import build_optimizer, fix_mmap_threshold
 from agentrl.trainer.monitor import Monitor
 from agentrl.trainer.pipeline import RolloutPipeline
 from agentrl.trainer.update import train_on_batch, update_config_from
@@ -212,7 +212,9 @@ def _checkpoint_to_resume(resume: str | None, run_dir: Path) -> Path | None:
 def prepare_policy(model, trainer_cfg) -> torch.optim.Optimizer:
     """What training does to a loaded policy, shared by `train` and bench/trainer_step.py so the bench cannot
     drift from it: gradient checkpointing when trainer.gradient_checkpointing, and the trainer's AdamW
-    (bfloat16 moments with trainer.optimizer_state=bfloat16; memory.build_optimizer)."""
+    (bfloat16 moments with trainer.optimizer_state=bfloat16; memory.build_optimizer), and the allocator's pinned
+    mmap threshold (trainer.mmap_threshold; memory.fix_mmap_threshold)."""
+    fix_mmap_threshold(trainer_cfg.mmap_threshold)
     if trainer_cfg.gradient_checkpointing:
         enable_gradient_checkpointing(model)
     return build_optimizer(model, trainer_cfg)
