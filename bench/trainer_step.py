@@ -2,7 +2,7 @@
 
 Workload: SmolLM2-135M-Instruct fp32; single-turn "What is A + B?" (A, B in 1..20, seed 0) with the chat
 template's default system prompt; reward 1 if the last integer equals A+B; 8 prompts × 4 completions per
-step, ≤ 64 completion tokens, temperature 1.0; AdamW lr 1e-6, grad-norm clip 1.0; no reference model.
+step, all 32 in flight at once (TRL's generation batch), ≤ 64 completion tokens, temperature 1.0; AdamW lr 1e-6, grad-norm clip 1.0; no reference model.
 
 Prints per step: wall time, generation tokens/s, training tokens/s (the update alone; the weight push to the
 engine is timed apart), peak RSS; the CPU's fp32 matmul ceiling is probed in the same run and converted to a
@@ -110,6 +110,7 @@ async def main(args) -> None:
     cfg = load_config(None, overrides=[
         "env.name=bench_addition", f"model.name={args.model}", "rollout.tasks_per_step=8", "rollout.group_size=4",
         "rollout.max_new_tokens=64", "rollout.max_context_tokens=512", "rollout.max_turns=1",
+        "rollout.concurrency=32",  # the step's 32 episodes at once, as TRL generates its batch of 32 (default: 16)
         "rollout.dynamic_sampling=false", "trainer.lr=1e-6", "trainer.grad_clip=1.0",
         "trainer.micro_batch_tokens=4096", "trainer.gradient_checkpointing=false", *args.overrides,
     ])

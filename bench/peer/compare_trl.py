@@ -30,7 +30,7 @@ TORCH, TRL = "2.13.0", "1.16.0"
 # settings that differ between the two runs, stated with the table (everything else is equal)
 DIFFERENCES = [
     ("generation", "HF generate, padded batch of 32 (finished rows keep decoding)",
-     "embedded engine, continuous batching (finished rows leave)"),
+     "embedded engine, the 32 episodes in flight at once, continuous batching (finished rows leave)"),
     ("loss", "`dapo`: token-mean, ε 0.2/0.2 (no clip-higher)",
      "PPO-clip token-mean, ε 0.2/0.28, dual clip 3 (inactive on-policy: r = 1)"),
     ("π_old", "none at num_iterations=1 (π_old = π_θ detached)", "same (no recompute on-policy)"),
@@ -61,9 +61,10 @@ def run_json(cmd: list[str], out: Path) -> dict:
     return json.loads(out.read_text())
 
 
-# the memory-lean variant of agentrl's run: same workload, activations recomputed in the backward pass and
-# AdamW's moments in bfloat16 (the two trainer keys that trade speed for memory; #20 item 5)
-LEAN = ["trainer.gradient_checkpointing=true", "trainer.optimizer_state=bfloat16"]
+# the memory-lean variant of agentrl's run: same workload, activations recomputed in the backward pass, AdamW's
+# moments in bfloat16 and glibc's mmap threshold pinned at 128 KiB (the trainer keys that trade speed for memory;
+# #20 item 5; bench/malloc_mmap.py isolates the last one)
+LEAN = ["trainer.gradient_checkpointing=true", "trainer.optimizer_state=bfloat16", "trainer.mmap_threshold=131072"]
 
 
 def table(trl: dict, runs: list[tuple[str, dict]]) -> str:
