@@ -18,6 +18,14 @@ Difficulty 1 saturates: a 32-episode warm start already samples ~95% correct on 
 carry no reward variance. The defaults use two-operation problems and a short warm start, which leave room.
 A summary is written to OUT/summary.json. Held-out tasks are the same in every phase, so GRPO and SFT are also
 compared task by task (exact sign test on the tasks only one of them solves).
+
+Variants: `--variant "NAME: key=value ..."` (repeatable) trains several GRPO runs from the one warm start, each with
+its own overrides on top of the shared ones, in OUT/grpo_<name>/; each is paired with the warm start and with the
+first variant on the same held-out tasks, and its wall time is reported beside it. E.g. the bf16-moment and
+PPO-epoch comparisons of issue 20:
+
+    .venv/bin/python bench/learn_calc.py --out runs/calc_variants --variant "fp32:" \
+        --variant "bf16 moments: trainer.optimizer_state=bfloat16" --variant "2 epochs: trainer.ppo_epochs=2"
 """
 
 from __future__ import annotations
@@ -25,10 +33,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import re
 import time
 from pathlib import Path
 
 from agentrl.config import load_config
+from agentrl.errors import ConfigError
 from agentrl.models import load_model, load_tokenizer
 from agentrl.rollout.embedded import EmbeddedEngine
 from agentrl.trainer.checkpoint import latest_checkpoint
@@ -60,7 +70,7 @@ def timed(fn, *a, **kw):
     return out, time.perf_counter() - t
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> dict:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", default="smollm2-135m-instruct")
     p.add_argument("--difficulty", type=int, default=2, help="calc difficulty of every phase (1-3)")
@@ -70,9 +80,13 @@ def main() -> None:
     p.add_argument("--out", default="runs/learn_calc")
     p.add_argument("--reeval", action="store_true",
                    help="train nothing: evaluate the final checkpoints of an earlier run in --out again")
-    p.add_argument("overrides", nargs="*", help="extra dotted config overrides for the GRPO phase")
-    args = p.parse_args()
+    p.add_argument("--skip-base", action="store_true", help="do not evaluate the base model (it scores 0)")
+    p.add_argument("--variant", action="append", default=[], metavar='"NAME: key=value ..."',
+                   help="a GRPO run from the same warm start with these overrides (repeatable; see above)")
+    p.add_argument("overrides", nargs="*", help="extra dotted config overrides for the GRPO phase(s)")
+    args = p.parse_args(argv)
     out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
     base = [f"model.name={args.model}", "trainer.tensorboard=false",
             f"env.kwargs.difficulty={args.difficulty}"]
     cfg = load_config("calc", overrides=base)
@@ -83,45 +97,86 @@ def main() -> None:
         rows.append((name, held, train_s, eval_s))
         print(f"{name}: {held}  (train {train_s:.0f}s, eval {eval_s:.0f}s)", flush=True)
 
-    if not args.reeval:  # the base model is not re-evaluated: it scores 0 on calc without the warm start
+    if not args.reeval and not args.skip_base:  # --reeval: the base model scores 0 on calc without the warm start
         phase("base model", args.model, 0.0)
+    variants = parse_variants(args.variant, args.overrides)
+    try:  # a bad override fails here, before any training
+        grpo_cfgs = {name: load_config("calc", overrides=[*base, f"trainer.steps={args.grpo_steps}", "sft.episodes=0",
+                                                          f"trainer.run_dir={out / run_dir}", *GRPO_DEFAULTS, *extra])
+                     for name, run_dir, extra in variants}
+    except ConfigError as e:
+        raise SystemExit(f"learn_calc: {e}") from None
     if args.reeval:
-        sft_ckpt, grpo_ckpt = latest_checkpoint(out / "sft"), latest_checkpoint(out / "grpo")
-        if sft_ckpt is None or grpo_ckpt is None:
-            raise SystemExit(f"--reeval: no complete sft/ and grpo/ checkpoints under {out}")
-        sft_s = grpo_s = 0.0
+        sft_ckpt = latest_checkpoint(out / "sft")
+        ckpts = {name: latest_checkpoint(out / run_dir) for name, run_dir, _ in variants}
+        if sft_ckpt is None or None in ckpts.values():
+            raise SystemExit(f"--reeval: no complete sft/ and GRPO checkpoints under {out}")
+        sft_s = 0.0
     else:
         sft_cfg = load_config("calc", overrides=[*base, f"sft.episodes={args.sft_episodes}", "trainer.steps=0",
                                                   f"trainer.run_dir={out / 'sft'}"])
         sft, sft_s = timed(train, sft_cfg)
         sft_ckpt = sft.checkpoint
     phase("after SFT", str(sft_ckpt / "model"), sft_s)
-    if not args.reeval:
-        grpo_cfg = load_config("calc", overrides=[*base, f"trainer.steps={args.grpo_steps}", "sft.episodes=0",
-                                                   f"trainer.run_dir={out / 'grpo'}", *GRPO_DEFAULTS, *args.overrides])
-        grpo, grpo_s = timed(train, grpo_cfg, init_from=str(sft_ckpt))
-        grpo_ckpt = grpo.checkpoint
-    phase("after GRPO", str(grpo_ckpt / "model"), grpo_s)
+    for name, _, _ in variants:
+        if args.reeval:
+            ckpt, grpo_s = ckpts[name], 0.0
+        else:
+            grpo, grpo_s = timed(train, grpo_cfgs[name], init_from=str(sft_ckpt))
+            ckpt = grpo.checkpoint
+        phase(name, str(ckpt / "model"), grpo_s)
 
-    sft_h, grpo_h = rows[-2][1], rows[-1][1]
-    gained, lost, p_value = paired_sign_test(sft_h, grpo_h)
+    held = {name: h for name, h, _, _ in rows}
+    sft_h = held["after SFT"]
     print(f"\ncalc difficulty {args.difficulty}, held-out accuracy (greedy, {args.eval} tasks, 95% Wilson CI); "
           f"model {args.model}")
-    print(f"{'phase':<12} {'accuracy':>9} {'95% CI':>17} {'train':>8} {'eval':>7}")
+    print(f"{'phase':<16} {'accuracy':>9} {'95% CI':>17} {'train':>8} {'eval':>7}")
     for name, h, train_s, eval_s in rows:
-        print(f"{name:<12} {h.mean:9.3f} {f'[{h.low:.3f}, {h.high:.3f}]':>17} {train_s:7.0f}s {eval_s:6.0f}s")
-    print(f"GRPO − SFT: {grpo_h.mean - sft_h.mean:+.3f}; paired over the same tasks: GRPO solves {gained} "
-          f"the SFT checkpoint does not, loses {lost} (exact sign test p = {p_value:.2g}); runs in {out}")
+        print(f"{name:<16} {h.mean:9.3f} {f'[{h.low:.3f}, {h.high:.3f}]':>17} {train_s:7.0f}s {eval_s:6.0f}s")
+    paired = {}
+    first = variants[0][0]
+    for name, _, _ in variants:
+        gained, lost, p_value = paired_sign_test(sft_h, held[name])
+        paired[name] = {"vs_sft": {"gained": gained, "lost": lost, "p_value": p_value}}
+        print(f"{name} − SFT: {held[name].mean - sft_h.mean:+.3f}; paired over the same tasks: solves {gained} "
+              f"the SFT checkpoint does not, loses {lost} (exact sign test p = {p_value:.2g})")
+        if name != first:
+            gained, lost, p_value = paired_sign_test(held[first], held[name])
+            paired[name][f"vs_{first}"] = {"gained": gained, "lost": lost, "p_value": p_value}
+            print(f"{name} − {first}: {held[name].mean - held[first].mean:+.3f}; solves {gained} that {first} "
+                  f"does not, loses {lost} (p = {p_value:.2g})")
+    print(f"runs in {out}")
     summary = {"model": args.model, "difficulty": args.difficulty, "eval_tasks": args.eval,
-               "sft_episodes": args.sft_episodes, "grpo_steps": args.grpo_steps,
-               "overrides": [*GRPO_DEFAULTS, *args.overrides],
-               "checkpoints": {"sft": str(sft_ckpt), "grpo": str(grpo_ckpt)},
-               "paired_grpo_vs_sft": {"gained": gained, "lost": lost, "p_value": p_value},
+               "sft_episodes": args.sft_episodes, "grpo_steps": args.grpo_steps, "grpo_defaults": GRPO_DEFAULTS,
+               "variants": {name: {"run_dir": str(out / run_dir), "overrides": extra} for name, run_dir, extra in variants},
+               "checkpoints": {"sft": str(sft_ckpt)},
+               "paired": paired,
                "phases": {name: {"accuracy": h.mean, "ci95": [h.low, h.high], "n": h.n, "masked": h.masked,
                                  "train_s": round(train_s, 1), "eval_s": round(eval_s, 1)}
                           for name, h, train_s, eval_s in rows}}
+    if len(variants) == 1:  # the one-variant layout earlier summaries had
+        summary["paired_grpo_vs_sft"] = paired[first]["vs_sft"]
     (out / ("summary_reeval.json" if args.reeval else "summary.json")).write_text(json.dumps(summary, indent=2) + "\n")
+    return summary
 
+
+def parse_variants(specs: list[str], shared: list[str]) -> list[tuple[str, str, list[str]]]:
+    """(name, run folder under --out, overrides) per --variant "NAME: key=value ..."; without any, one variant
+    "after GRPO" in grpo/ (the layout of a plain run). `shared` (the positional overrides) come first in each."""
+    if not specs:
+        return [("after GRPO", "grpo", list(shared))]
+    out, seen = [], set()
+    for spec in specs:
+        name, sep, rest = spec.partition(":")
+        name = name.strip()
+        slug = re.sub(r"[^A-Za-z0-9]+", "_", name).strip("_").lower()
+        if not sep or not slug or name in ("base model", "after SFT"):
+            raise SystemExit(f'--variant {spec!r}: write it as "NAME: key=value ..." (overrides may be empty)')
+        if slug in seen:
+            raise SystemExit(f"--variant {spec!r}: two variants share the folder grpo_{slug}; name them apart")
+        seen.add(slug)
+        out.append((name, f"grpo_{slug}", [*shared, *rest.split()]))
+    return out
 
 if __name__ == "__main__":
     main()
