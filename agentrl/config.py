@@ -137,6 +137,9 @@ class AlgoConfig(_Section):
 class TrainerConfig(_Section):
     steps: int = Field(10, ge=0)
     """Optimizer steps of GRPO."""
+    max_train_s: float | None = Field(None, gt=0)
+    """Wall-clock budget of the run, from its start (warm start included): the step running when it is spent
+    finishes, is checkpointed, and the run ends there (before trainer.steps). None: no budget."""
     lr: float = Field(1e-6, gt=0)
     """AdamW learning rate."""
     weight_decay: float = Field(0.0, ge=0)

@@ -22,10 +22,13 @@ compared task by task (exact sign test on the tasks only one of them solves).
 Variants: `--variant "NAME: key=value ..."` (repeatable) trains several GRPO runs from the one warm start, each with
 its own overrides on top of the shared ones, in OUT/grpo_<name>/; each is paired with the warm start and with the
 first variant on the same held-out tasks, and its wall time is reported beside it. E.g. the bf16-moment and
-PPO-epoch comparisons of issue 20:
+PPO-epoch comparisons of issue 20. With `--equal-time`, the variants after the first train for as long as the
+first one took (trainer.max_train_s; the step running then finishes), not for --grpo-steps steps:
 
     .venv/bin/python bench/learn_calc.py --out runs/calc_variants --variant "fp32:" \
-        --variant "bf16 moments: trainer.optimizer_state=bfloat16" --variant "2 epochs: trainer.ppo_epochs=2"
+        --variant "bf16 moments: trainer.optimizer_state=bfloat16"
+    .venv/bin/python bench/learn_calc.py --out runs/calc_epochs --equal-time --variant "1 epoch:" \
+        --variant "2 epochs: trainer.ppo_epochs=2"
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ from agentrl.trainer.checkpoint import latest_checkpoint
 from agentrl.trainer.heldout import evaluate, paired_sign_test
 from agentrl.trainer.loop import train
 
+EQUAL_TIME_STEPS = 10  # --equal-time: a variant's step budget is this × --grpo-steps; its time budget stops it
 GRPO_DEFAULTS = ["rollout.temperature=0.7", "rollout.group_size=8", "rollout.max_resample_rounds=1",
                  "trainer.lr=1e-5", "trainer.gradient_checkpointing=false"]
 
@@ -83,6 +87,9 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--skip-base", action="store_true", help="do not evaluate the base model (it scores 0)")
     p.add_argument("--variant", action="append", default=[], metavar='"NAME: key=value ..."',
                    help="a GRPO run from the same warm start with these overrides (repeatable; see above)")
+    p.add_argument("--equal-time", action="store_true",
+                   help="variants after the first train for the first one's wall time (trainer.max_train_s), "
+                        "not for --grpo-steps steps")
     p.add_argument("overrides", nargs="*", help="extra dotted config overrides for the GRPO phase(s)")
     args = p.parse_args(argv)
     out = Path(args.out)
@@ -118,11 +125,20 @@ def main(argv: list[str] | None = None) -> dict:
         sft, sft_s = timed(train, sft_cfg)
         sft_ckpt = sft.checkpoint
     phase("after SFT", str(sft_ckpt / "model"), sft_s)
+    first_s, steps_done = 0.0, {}
     for name, _, _ in variants:
         if args.reeval:
             ckpt, grpo_s = ckpts[name], 0.0
+            steps_done[name] = int(ckpt.name.split("_")[-1])
         else:
-            grpo, grpo_s = timed(train, grpo_cfgs[name], init_from=str(sft_ckpt))
+            cfg_v = grpo_cfgs[name]
+            if args.equal_time and name != variants[0][0]:  # the first variant's wall time, as many steps as fit
+                t = cfg_v.trainer.model_copy(update={"steps": EQUAL_TIME_STEPS * args.grpo_steps,
+                                                     "max_train_s": first_s})
+                cfg_v = cfg_v.model_copy(update={"trainer": t})
+            grpo, grpo_s = timed(train, cfg_v, init_from=str(sft_ckpt))
+            first_s = grpo_s if name == variants[0][0] else first_s
+            steps_done[name] = int(grpo.checkpoint.name.split("_")[-1])
             ckpt = grpo.checkpoint
         phase(name, str(ckpt / "model"), grpo_s)
 
@@ -130,9 +146,10 @@ def main(argv: list[str] | None = None) -> dict:
     sft_h = held["after SFT"]
     print(f"\ncalc difficulty {args.difficulty}, held-out accuracy (greedy, {args.eval} tasks, 95% Wilson CI); "
           f"model {args.model}")
-    print(f"{'phase':<16} {'accuracy':>9} {'95% CI':>17} {'train':>8} {'eval':>7}")
+    print(f"{'phase':<16} {'accuracy':>9} {'95% CI':>17} {'train':>8} {'eval':>7} {'steps':>6}")
     for name, h, train_s, eval_s in rows:
-        print(f"{name:<16} {h.mean:9.3f} {f'[{h.low:.3f}, {h.high:.3f}]':>17} {train_s:7.0f}s {eval_s:6.0f}s")
+        steps = f"{steps_done[name]:>6}" if name in steps_done else f"{'':>6}"
+        print(f"{name:<16} {h.mean:9.3f} {f'[{h.low:.3f}, {h.high:.3f}]':>17} {train_s:7.0f}s {eval_s:6.0f}s {steps}")
     paired = {}
     first = variants[0][0]
     for name, _, _ in variants:
@@ -148,7 +165,9 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"runs in {out}")
     summary = {"model": args.model, "difficulty": args.difficulty, "eval_tasks": args.eval,
                "sft_episodes": args.sft_episodes, "grpo_steps": args.grpo_steps, "grpo_defaults": GRPO_DEFAULTS,
-               "variants": {name: {"run_dir": str(out / run_dir), "overrides": extra} for name, run_dir, extra in variants},
+               "variants": {name: {"run_dir": str(out / run_dir), "overrides": extra, "steps": steps_done.get(name)}
+                            for name, run_dir, extra in variants},
+               "equal_time": args.equal_time,
                "checkpoints": {"sft": str(sft_ckpt)},
                "paired": paired,
                "phases": {name: {"accuracy": h.mean, "ci95": [h.low, h.high], "n": h.n, "masked": h.masked,

@@ -132,12 +132,15 @@ def train(cfg: Config, *, resume: str | None = None, init_from: str | None = Non
 
 
 async def _train(cfg: Config, *, resume: str | None, init_from: str | None, console) -> RunResult:
+    started = time.monotonic()
     run = setup(cfg, resume=resume, init_from=init_from, console=console)
     try:
         with run.monitor:
             await start(run, init_from=init_from)
             for step in range(run.start_step, cfg.trainer.steps):
                 await train_step(run, step)
+                if _budget_spent(run, step, time.monotonic() - started):
+                    break
             if cfg.trainer.steps == 0 or run.checkpoint is None:
                 run.checkpoint = checkpoint(run, run.start_step)
     finally:
@@ -258,6 +261,19 @@ async def train_step(run: Run, step: int) -> None:
         with monitor.phase("checkpoint"):
             run.checkpoint = checkpoint(run, step + 1)
     pipeline.step_done(step)  # the engine holds this step's weights: admit the groups that allows
+
+
+def _budget_spent(run: Run, step: int, elapsed_s: float) -> bool:
+    """True if trainer.max_train_s is spent after `step` with steps left: that step is checkpointed (unless it
+    just was) and the run says where it stopped."""
+    budget, cfg = run.cfg.trainer.max_train_s, run.cfg
+    if budget is None or elapsed_s < budget or step + 1 >= cfg.trainer.steps:
+        return False
+    if not _checkpoint_due(cfg, step):
+        run.checkpoint = checkpoint(run, step + 1)
+    run.monitor.console.print(f"[yellow]trainer.max_train_s={budget:g} spent ({elapsed_s:.0f} s): stopped after "
+                              f"step {step + 1} of {cfg.trainer.steps}; --resume {run.run_dir} continues[/]")
+    return True
 
 
 def _eval_due(cfg: Config, step: int) -> bool:

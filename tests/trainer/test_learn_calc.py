@@ -36,3 +36,17 @@ def test_a_bad_variant_stops_before_any_training(tmp_path, bad):
     with pytest.raises(SystemExit):
         main(["--out", str(tmp_path), *TINY, "--variant", bad])
     assert not (tmp_path / "sft").exists()
+
+
+def test_equal_time_gives_later_variants_the_first_ones_wall_time(tmp_path):
+    main = runpy.run_path(str(BENCH))["main"]
+    summary = main(["--out", str(tmp_path), *TINY, "--equal-time", "--variant", "1 epoch:",
+                    "--variant", "2 epochs: trainer.ppo_epochs=2"])
+    import yaml
+
+    first = yaml.safe_load((tmp_path / "grpo_1_epoch" / "config.yaml").read_text())["trainer"]
+    second = yaml.safe_load((tmp_path / "grpo_2_epochs" / "config.yaml").read_text())["trainer"]
+    assert first["max_train_s"] is None and first["steps"] == 1
+    assert second["max_train_s"] == pytest.approx(summary["phases"]["1 epoch"]["train_s"], abs=0.1)
+    assert second["steps"] == 10 and second["ppo_epochs"] == 2
+    assert summary["variants"]["1 epoch"]["steps"] == 1 and 1 <= summary["variants"]["2 epochs"]["steps"] <= 10

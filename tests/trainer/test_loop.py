@@ -342,3 +342,19 @@ def test_training_through_sglang_client_syncs_weights_via_disk(tmp_path):
     assert rows[1]["mismatch/logprob_abs_diff_max"] < 1e-3, rows[1]["mismatch/logprob_abs_diff_max"]
     assert rows[1]["staleness/max"] == 0
     assert (result.run_dir / "weights_sync" / "config.json").is_file()
+
+
+def test_a_spent_time_budget_stops_the_run_at_a_checkpoint_that_resumes(tmp_path):
+    """Guards trainer.max_train_s: the run stops after the step that spends it (checkpointed although it is not a
+    checkpoint step, so no work is lost), says so, and --resume with the budget lifted trains the remaining steps."""
+    cfg = _cfg(tmp_path, "test_parity", "trainer.steps=3", "trainer.checkpoint_every=0", "trainer.max_train_s=0.001")
+    out = train(cfg)
+    assert [c.name for c in list_checkpoints(out.run_dir)] == ["step_000001"]
+    assert out.checkpoint.name == "step_000001"
+    logged = [json.loads(x)["step"] for x in out.metrics.read_text().splitlines()]
+    assert logged == [0]
+    from agentrl.resume import resume_config
+
+    again = train(resume_config(out.run_dir, ["trainer.max_train_s=null"]), resume=str(out.run_dir))
+    assert again.checkpoint.name == "step_000003"
+    assert [json.loads(x)["step"] for x in again.metrics.read_text().splitlines()] == [0, 1, 2]
