@@ -167,7 +167,7 @@ class TrainerConfig(_Section):
     optimizer_state: Literal["float32", "bfloat16"] = "float32"
     """dtype of AdamW's moment estimates: bfloat16 halves the optimizer's memory (2 of the 4 bytes per parameter
     per moment) for a rounded update; the parameters stay in model.dtype (agentrl.trainer.memory.build_optimizer)."""
-    mmap_threshold: int = Field(0, ge=0)
+    mmap_threshold: int = Field(0, ge=0, le=32 * 2**20)  # glibc refuses thresholds above 32 MiB (64-bit)
     """Bytes from which glibc serves an allocation by mmap, pinned for the run; 0 keeps glibc's dynamic threshold
     (the default: fastest). Pinned at 131072 (128 KiB), a step's freed activations and optimizer temporaries
     leave the process at once instead of staying in a fragmented heap: on the lean peer workload peak RSS

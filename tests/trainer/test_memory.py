@@ -65,3 +65,12 @@ def test_the_environment_variable_wins():
 def test_the_trainer_pins_it_from_its_config():
     assert probe(131072, via="trainer")[1] > 700
     assert probe(0, via="trainer")[1] < 100
+
+
+def test_a_threshold_glibc_would_refuse_is_a_config_error():
+    from agentrl.config import load_config
+    from agentrl.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="mmap_threshold"):
+        load_config(None, overrides=[f"trainer.mmap_threshold={64 * 2**20}"])
+    assert load_config(None, overrides=[f"trainer.mmap_threshold={32 * 2**20}"]).trainer.mmap_threshold == 32 * 2**20
