@@ -115,6 +115,21 @@ def test_bare_resume_continues_the_run_with_its_own_config(tmp_path, capsys):
     assert (run / "config.yaml").read_text() == saved
 
 
+def test_a_time_budget_stops_train_with_a_resume_line_and_resume_finishes(tmp_path, capsys):
+    """The README's `trainer.max_train_s` flow as typed: the run stops early (exit 0) at a checkpoint, says how to
+    continue, and `--resume RUN trainer.max_train_s=null` trains the remaining step."""
+    run = tmp_path / "run"
+    assert main(["train", "--env", "test_cli_parity", *TINY_RUN, f"trainer.run_dir={run}",
+                 "trainer.max_train_s=0.001"]) == 0
+    err = " ".join(capsys.readouterr().err.split())  # the console wraps long lines
+    assert "trainer.max_train_s=0.001 spent" in err and "stopped after step 1 of 2" in err and f"--resume {run}" in err
+    assert sorted(p.name for p in (run / "checkpoints").iterdir()) == ["step_000001"]
+    assert main(["train", "--resume", str(run), "trainer.max_train_s=null"]) == 0
+    assert sorted(p.name for p in (run / "checkpoints").iterdir()) == ["step_000001", "step_000002"]
+    assert main(["train", "--env", "calc", "trainer.max_train_s=0", "--print-config"]) == 2
+    assert "trainer.max_train_s" in capsys.readouterr().err
+
+
 def test_resume_refuses_unsafe_overrides_naming_the_key(tmp_path, capsys):
     run = tmp_path / "run"
     run.mkdir()
