@@ -6,7 +6,7 @@ start-up excluded), over all steps and over steps 2+ (the first step of every mo
 token staleness trained on, and the held-out reward (greedy, agentrl.trainer.heldout, after the last step),
 plus the speed-up over sync. Goal: async ≥ 2× faster than sync at equal held-out reward.
 
-    .venv/bin/python bench/async_speedup.py [--model tiny] [--steps 8] [--delay-mu -1.0] [--delay-sigma 1.0] [--delay-cap 5]
+    .venv/bin/python bench/async_speedup.py [--model tiny] [--steps 8] [--concurrency N] [--delay-mu -1.0] [--delay-sigma 1.0] [--delay-cap 5]
 """
 
 from __future__ import annotations
@@ -46,12 +46,20 @@ class SlowCalcEnv(CalcEnv):
 agentrl.register("bench_slow_calc", SlowCalcEnv, description="calc with lognormal tool latency (benchmark)")
 
 
+def concurrency(args) -> int:
+    """Episodes in flight: --concurrency, else every episode admission can allow ((max_staleness + 1) steps'
+    worth). The default rollout.concurrency (16) is one step's episodes here, which leaves the overlapped modes
+    nothing to run ahead with while a step's slowest episodes finish; sync never has more than one step in flight."""
+    return args.concurrency or (args.staleness + 1) * args.tasks * args.group
+
+
 def run(mode: str, args, out: Path) -> dict[str, float]:
     """Train `args.steps` steps in `mode`; summarize timings, staleness and held-out reward."""
     cfg = load_config(None, overrides=[
         "env.name=bench_slow_calc", f"model.name={args.model}", f"rollout.mode={mode}",
         f"rollout.max_staleness={args.staleness}", f"rollout.tasks_per_step={args.tasks}",
-        f"rollout.group_size={args.group}", "rollout.max_turns=3", "rollout.max_new_tokens=24",
+        f"rollout.group_size={args.group}", f"rollout.concurrency={concurrency(args)}",
+        "rollout.max_turns=3", "rollout.max_new_tokens=24",
         "rollout.max_context_tokens=1024", "rollout.dynamic_sampling=false", f"trainer.steps={args.steps}",
         f"trainer.eval_episodes={args.eval}", "trainer.eval_every=0", "trainer.tensorboard=false",
         "trainer.checkpoint_every=0", f"trainer.run_dir={out / mode}",
@@ -78,6 +86,8 @@ def main() -> None:
     p.add_argument("--group", type=int, default=4)
     p.add_argument("--staleness", type=int, default=2, help="rollout.max_staleness for async (one_step_off uses 1)")
     p.add_argument("--eval", type=int, default=16, help="held-out episodes after the last step")
+    p.add_argument("--concurrency", type=int, default=None,
+                   help="rollout.concurrency of every mode (default: (staleness + 1) × tasks × group)")
     p.add_argument("--delay-mu", type=float, default=-1.0)
     p.add_argument("--delay-sigma", type=float, default=1.0)
     p.add_argument("--delay-cap", type=float, default=5.0, help="longest injected delay, seconds")
@@ -87,7 +97,8 @@ def main() -> None:
     out = Path(args.out)
     results = {mode: run(mode, args, out) for mode in ("sync", "one_step_off", "async")}
     base, base_steady = results["sync"]["step_s"], results["sync"]["steady_s"]
-    print(f"\n{args.steps} steps × {args.tasks} tasks × {args.group} samples, model {args.model}, "
+    print(f"\n{args.steps} steps × {args.tasks} tasks × {args.group} samples, {concurrency(args)} episodes in flight "
+          f"at most, model {args.model}, "
           f"tool delay lognormal(μ={args.delay_mu}, σ={args.delay_sigma}) capped at {SlowCalcEnv.cap}s")
     print(f"{'mode':<14}{'s/step':>9}{'speed-up':>10}{'steps 2+':>10}{'speed-up':>10}{'idle':>8}{'stale max':>11}"
           f"{'held-out':>10}")

@@ -118,11 +118,16 @@ async def push_weights(run: Run) -> None:
 def budget_line(cfg: Config) -> str:
     """The derived budget, printed once at start-up."""
     r = cfg.rollout
-    return (
+    line = (
         f"{r.tasks_per_step} tasks × {r.group_size} samples = {r.tasks_per_step * r.group_size} trajectories/step, "
         f"≤ {r.max_turns} turns and ≤ {r.max_context_tokens} tokens each; {cfg.trainer.steps} steps; "
         f"micro-batches of ≤ {cfg.trainer.micro_batch_tokens} tokens"
     )
+    if r.mode != "sync" and cfg.cluster.backend == "local" and r.concurrency <= r.tasks_per_step * r.group_size:
+        ahead = (2 if r.mode == "one_step_off" else r.max_staleness + 1) * r.tasks_per_step * r.group_size
+        line += (f"\n[yellow]note: rollout.concurrency={r.concurrency} is at most one step's episodes, so {r.mode} cannot run "
+                 f"ahead while a step's slowest episodes finish; up to {ahead} would overlap (bench/async_speedup.py)[/]")
+    return line
 
 
 def train(cfg: Config, *, resume: str | None = None, init_from: str | None = None, console=None) -> RunResult:

@@ -358,3 +358,18 @@ def test_a_spent_time_budget_stops_the_run_at_a_checkpoint_that_resumes(tmp_path
     again = train(resume_config(out.run_dir, ["trainer.max_train_s=null"]), resume=str(out.run_dir))
     assert again.checkpoint.name == "step_000003"
     assert [json.loads(x)["step"] for x in again.metrics.read_text().splitlines()] == [0, 1, 2]
+
+
+def test_an_overlapped_mode_without_room_to_run_ahead_is_pointed_out():
+    """rollout.concurrency ≤ one step's episodes leaves one_step_off/async nothing to overlap with (the async
+    benchmark's 1.4× came with the default 16 = one step of 4 × 4); the start-up line says so, sync says nothing."""
+    from agentrl.trainer.loop import budget_line
+
+    def line(*o):
+        return budget_line(load_config(None, overrides=["rollout.tasks_per_step=4", "rollout.group_size=4", *o]))
+
+    assert "cannot run ahead" in line("rollout.mode=async", "rollout.max_staleness=2")
+    assert "up to 48 would overlap" in line("rollout.mode=async", "rollout.max_staleness=2")
+    assert "up to 32 would overlap" in line("rollout.mode=one_step_off")
+    assert "cannot run ahead" not in line("rollout.mode=async", "rollout.concurrency=48")
+    assert "cannot run ahead" not in line("rollout.mode=sync")
