@@ -53,7 +53,7 @@ GENERATOR_VERSION = "1"
 PYTEST_INI = "[pytest]\npythonpath = .\n"
 SPLIT_BUCKETS = (("test", 20), ("dev", 35), ("train", 100))  # hash bucket (0..99) below the bound -> split
 MAX_F2P = 5
-PER_MODULE = 8  # tasks kept per module at most
+PER_MODULE = 16  # tasks kept per module at most (was 8; mutants are accepted in seeded order, so those 8 come first)
 MAX_TRIES = 120  # candidates looked at per module at most
 VALIDATION_CPU_S = 10  # the suites need < 1 CPU second; a mutant past this loops forever and is dropped
 VALIDATION_TIMEOUT_S = 120  # wall-clock backstop only (a busy machine must not change which mutants pass)

@@ -23,13 +23,18 @@ TEMPLATES = (
 )
 
 
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+>")
+
+
 def _e_line(failure_text: str) -> str:
-    """The first `E   ...` line of a pytest traceback, without the prefix and an AssertionError label."""
+    """The first `E   ...` line of a pytest traceback, without the prefix and an AssertionError label, and
+    without memory addresses (`<m.C object at 0x7f…>` → `<m.C object>`), which differ from run to run and would
+    make regeneration irreproducible."""
     for line in failure_text.splitlines():
         if line.startswith("E "):
             text = line[1:].strip()
-            return text.removeprefix("AssertionError: ")
-    return failure_text.strip().splitlines()[0] if failure_text.strip() else ""
+            return _ADDRESS.sub(">", text.removeprefix("AssertionError: "))
+    return _ADDRESS.sub(">", failure_text.strip().splitlines()[0]) if failure_text.strip() else ""
 
 
 def _failing_line(failure_text: str) -> str | None:

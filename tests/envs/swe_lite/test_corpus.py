@@ -137,3 +137,30 @@ def test_regenerating_a_module_reproduces_the_shipped_lines(sandbox, tasks):
     module = "rle"
     regenerated = [t.to_json() for t in generate(sandbox, seed=0, modules=[module], log=lambda *_: None)]
     assert regenerated == [t.to_json() for t in tasks if t.repo == f"swe_lite/{module}"]
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_a_smaller_per_module_budget_gives_a_prefix_of_the_shipped_tasks(sandbox, tasks):
+    """Raising --per-module only appends tasks (the 8-per-module corpus is each module's first 8), so results
+    measured on the smaller corpus stay comparable task by task."""
+    from agentrl.envs.swe_lite.generate import generate
+
+    shipped = [t.to_json() for t in tasks if t.repo == "swe_lite/rle"]
+    fewer = [t.to_json() for t in generate(sandbox, seed=0, modules=["rle"], per_module=3, log=lambda *_: None)]
+    assert len(shipped) > 3 and fewer == shipped[:3]
+
+
+def test_statements_hold_no_memory_addresses(tasks):
+    """A repr's address (`<m.C object at 0x7f…>`) differs on every run: a statement quoting one made `--check`
+    fail on a regenerated bitset task. Addresses are dropped from the quoted error."""
+    import random
+    import re
+
+    from agentrl.envs.swe_lite.statements import problem_statement
+
+    source = "from m import C\n\n\ndef test_in():\n    assert 3 in C()\n"
+    failure = ">       assert 3 in C()\nE       assert 3 in <m.C object at 0x7ff7484a76d0>\n"
+    text = problem_statement(source, "test_in", failure, "m", ["C"], random.Random(0))
+    assert "0x7ff7484a76d0" not in text and "<m.C object>" in text
+    assert not [t.instance_id for t in tasks if re.search(r"at 0x[0-9a-f]{6,}", t.problem_statement)]
