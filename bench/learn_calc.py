@@ -104,15 +104,15 @@ def main(argv: list[str] | None = None) -> dict:
         rows.append((name, held, train_s, eval_s))
         print(f"{name}: {held}  (train {train_s:.0f}s, eval {eval_s:.0f}s)", flush=True)
 
-    if not args.reeval and not args.skip_base:  # --reeval: the base model scores 0 on calc without the warm start
-        phase("base model", args.model, 0.0)
     variants = parse_variants(args.variant, args.overrides)
-    try:  # a bad override fails here, before any training
+    try:  # a bad variant or override fails here, before any work
         grpo_cfgs = {name: load_config("calc", overrides=[*base, f"trainer.steps={args.grpo_steps}", "sft.episodes=0",
                                                           f"trainer.run_dir={out / run_dir}", *GRPO_DEFAULTS, *extra])
                      for name, run_dir, extra in variants}
     except ConfigError as e:
         raise SystemExit(f"learn_calc: {e}") from None
+    if not args.reeval and not args.skip_base:  # --reeval: the base model scores 0 on calc without the warm start
+        phase("base model", args.model, 0.0)
     if args.reeval:
         sft_ckpt = latest_checkpoint(out / "sft")
         ckpts = {name: latest_checkpoint(out / run_dir) for name, run_dir, _ in variants}

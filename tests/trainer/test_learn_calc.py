@@ -11,8 +11,9 @@ import pytest
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "learn_calc.py"
-TINY = ["--model", "tiny", "--sft-episodes", "2", "--grpo-steps", "1", "--eval", "4", "--skip-base",
-        "rollout.tasks_per_step=1", "rollout.group_size=2", "rollout.max_turns=2"]
+BUDGET = ["--model", "tiny", "--sft-episodes", "2", "--grpo-steps", "1", "--eval", "4",
+          "rollout.tasks_per_step=1", "rollout.group_size=2", "rollout.max_turns=2"]
+TINY = [*BUDGET, "--skip-base"]
 
 
 def test_variants_train_apart_and_pair_on_the_same_tasks(tmp_path):
@@ -34,7 +35,7 @@ def test_variants_train_apart_and_pair_on_the_same_tasks(tmp_path):
 def test_a_bad_variant_stops_before_any_training(tmp_path, bad):
     main = runpy.run_path(str(BENCH))["main"]
     with pytest.raises(SystemExit):
-        main(["--out", str(tmp_path), *TINY, "--variant", bad])
+        main(["--out", str(tmp_path), *BUDGET, "--variant", bad])  # before the base model's evaluation, too
     assert not (tmp_path / "sft").exists()
 
 
