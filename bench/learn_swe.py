@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--sft-episodes", type=int, default=None, help="default: the config's sft.episodes")
     p.add_argument("--grpo-steps", type=int, default=None, help="default: the config's trainer.steps")
     p.add_argument("--split", default="test", help="held-out split(s), e.g. test or dev,test")
-    p.add_argument("--limit", type=int, default=None, help="at most this many held-out tasks per level")
+    p.add_argument("--limit", type=int, default=None, help="at most this many held-out tasks per level, one per module in turn")
     p.add_argument("--out", default="runs/learn_swe")
     p.add_argument("--quick", action="store_true", help="a smoke run on a tiny budget (not a measurement)")
     p.add_argument("--skip-base", action="store_true", help="do not evaluate the base model")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import replace
 from functools import partial
+from itertools import zip_longest
 
 from agentrl.envs.swe_lite.tasks import Task, load_any
 
@@ -22,9 +23,17 @@ EVAL_WALL_CLOCK_S = 6 * 3600.0
 
 def held_out_tasks(split: str = "test", level: int = 0, limit: int | None = None, tasks=None,
                    snapshots=None) -> list[Task]:
-    """The tasks of `split` offered at `level` (level 0: one-line fixes), in file order, at most `limit`."""
+    """The tasks of `split` offered at `level` (level 0: one-line fixes), in file order; with `limit`, at most that
+    many, taken round-robin over repos (one task of each repo in turn) so a small sample spans the held-out
+    modules instead of the first one or two (16 tasks per module in the bundled corpus)."""
     chosen = [t for t in load_any(tasks, snapshots, split) if t.difficulty <= level]
-    return chosen[:limit] if limit else chosen
+    if not limit or limit >= len(chosen):
+        return chosen
+    by_repo: dict[str, list[Task]] = {}
+    for t in chosen:
+        by_repo.setdefault(t.repo, []).append(t)
+    spread = [t for round_ in zip_longest(*by_repo.values()) for t in round_ if t is not None]
+    return spread[:limit]
 
 
 async def resolved_rate(cfg, engine, tokenizer, tasks: list[Task], level: int, *, concurrency: int | None = None,
