@@ -8,7 +8,7 @@ PY    := $(VENV)/bin/python
 setup:  ## create .venv, install torch (CPU) + agentrl[dev] + the default model, start Docker, build the sandbox image
 	@bash scripts/setup.sh
 
-demo: setup  ## base model → warm start → GRPO on swe_lite level 0, then a before/after table (CPU, ~20 min)
+demo: setup  ## base model → warm start → GRPO on swe_lite level 0, then a before/after table (CPU, ~15 min)
 	$(PY) scripts/demo_swe.py
 
 test: setup  ## the full suite, slow end-to-end tests included (what CI runs)

@@ -1,4 +1,4 @@
-"""`make demo`: show the default model learning to fix bugs on swe_lite in about 20 minutes on a 2-core CPU.
+"""`make demo`: show the default model learning to fix bugs on swe_lite in about 15 minutes on a 2-core CPU.
 
 Runs bench/learn_swe.py with configs/demo.yaml at level 0: the base model, the expert warm start and GRPO
 from it are each evaluated greedily on the same held-out level-0 tasks (dev and test modules, never trained
