@@ -54,15 +54,14 @@ def concurrency(args) -> int:
 
 
 MODES = ("sync", "one_step_off", "async")
-STALENESS = {"sync": None, "one_step_off": 1}  # async: --staleness; sync has no staleness bound to set
 
 
 def bench_config(mode: str, args, out: Path):
-    """The run's config in `mode` (sync takes no rollout.max_staleness: the config refuses one)."""
-    staleness = STALENESS.get(mode, args.staleness)
+    """The run's config in `mode`. Only async takes --staleness: one_step_off keeps the default bound of 1, and
+    sync refuses any rollout.max_staleness."""
     return load_config(None, overrides=[
         "env.name=bench_slow_calc", f"model.name={args.model}", f"rollout.mode={mode}",
-        *([f"rollout.max_staleness={staleness}"] if staleness is not None else []), f"rollout.tasks_per_step={args.tasks}",
+        *([f"rollout.max_staleness={args.staleness}"] if mode == "async" else []), f"rollout.tasks_per_step={args.tasks}",
         f"rollout.group_size={args.group}", f"rollout.concurrency={concurrency(args)}",
         "rollout.max_turns=3", "rollout.max_new_tokens=24",
         "rollout.max_context_tokens=1024", "rollout.dynamic_sampling=false", f"trainer.steps={args.steps}",
@@ -71,9 +70,9 @@ def bench_config(mode: str, args, out: Path):
     ])
 
 
-def run(mode: str, args, out: Path) -> dict[str, float]:
-    """Train `args.steps` steps in `mode`; summarize timings, staleness and held-out reward."""
-    result = train(bench_config(mode, args, out))
+def run(cfg) -> dict[str, float]:
+    """Train one mode's config; summarize timings, staleness and held-out reward."""
+    result = train(cfg)
     rows = [json.loads(x) for x in result.metrics.read_text().splitlines()]
     wait = [r.get("timing/rollout_s", 0.0) for r in rows]
     step = [r.get("timing/rollout_s", 0.0) + r.get("timing/update_s", 0.0) + r.get("timing/sync_s", 0.0) for r in rows]
@@ -104,9 +103,8 @@ def main() -> None:
     args = p.parse_args()
     SlowCalcEnv.mu, SlowCalcEnv.sigma, SlowCalcEnv.cap = args.delay_mu, args.delay_sigma, args.delay_cap
     out = Path(args.out)
-    for mode in MODES:  # a config the loader refuses stops here, before any mode has trained
-        bench_config(mode, args, out)
-    results = {mode: run(mode, args, out) for mode in MODES}
+    cfgs = {mode: bench_config(mode, args, out) for mode in MODES}  # a refused config stops before any training
+    results = {mode: run(cfg) for mode, cfg in cfgs.items()}
     base, base_steady = results["sync"]["step_s"], results["sync"]["steady_s"]
     print(f"\n{args.steps} steps × {args.tasks} tasks × {args.group} samples, {concurrency(args)} episodes in flight "
           f"at most, model {args.model}, "
