@@ -52,6 +52,10 @@ class RolloutConfig(_Section):
     """Embedded engine: requests decoded together. CPU kernels are not batch-invariant, so with near-flat
     distributions (a random model) ~1e-3 of sampled tokens depend on what else was batched; 1 makes every
     sample a function of its seed alone (bitwise), at the cost of throughput."""
+    packed_weights: bool = True
+    """Embedded engine, float32 on CPU: decode on oneDNN-packed copies of the linear weights (repacked at every
+    weight sync), which skips MKL's per-call weight packing (bench/engine_throughput.py). Costs one more copy
+    of those weights in memory (~0.5 GB for the 135M model); false for the leanest runs."""
     tasks_per_step: int = Field(4, ge=1)
     """Distinct tasks (groups) per training step."""
     group_size: int = Field(4, ge=1)

@@ -33,6 +33,7 @@ from agentrl.errors import EngineError
 from agentrl.rollout.engine import PAUSE_MODES, Generation, SamplingParams
 from agentrl.rollout.engine_errors import EngineClosed, EngineRequestError
 from agentrl.rollout.kv_batch import KVBatch, new_cache
+from agentrl.rollout.packed import packed_layers, packed_view, packing_supported
 from agentrl.rollout.sampling import make_generator, params_tensors, sample, validate
 from agentrl.rollout.session_cache import DEFAULT_MAX_BYTES, SessionCache
 from agentrl.rollout.weights import load_state_dict_dir, load_weights
@@ -91,11 +92,15 @@ class EmbeddedEngine:
         batch_window_s: float = 0.005,
         max_batch_size: int = 64,
         session_cache_bytes: int = DEFAULT_MAX_BYTES,
+        packed_weights: bool = True,
     ):
         """model: a name/directory for agentrl.models.load_model, or a loaded HF causal LM (then tokenizer is
         optional; it is needed only for stop strings). seed: seeds the engine RNG that picks per-request seeds
         when SamplingParams.seed is None (so GRPO group members differ). session_cache_bytes bounds the keys and
-        values kept per session so an agent's next turn prefills only its new tokens (0: keep none)."""
+        values kept per session so an agent's next turn prefills only its new tokens (0: keep none).
+        packed_weights: run the forward on oneDNN-packed copies of the linear weights (float32 on CPU; see
+        agentrl.rollout.packed): faster decode for one more copy of those weights in memory. `self.model` is
+        then a view of the given model that shares its tensors."""
         from agentrl.models import load_model, load_tokenizer
 
         if isinstance(model, (str, Path)):
@@ -107,7 +112,10 @@ class EmbeddedEngine:
             if device is not None:
                 model = model.to(device)
         new_cache(model)  # refuse unsupported cache layouts now, not on the first request
+        if packed_weights and packing_supported(model):
+            model = packed_view(model)  # shares model's tensors; the given module is left as it was
         self.model = model.eval()
+        self._packed = packed_layers(model)  # repacked after every weight update
         self.tokenizer = tokenizer
         self.device = next(model.parameters()).device
         self.max_context = int(getattr(model.config, "max_position_embeddings", 0) or 0) or None
@@ -335,6 +343,8 @@ class EmbeddedEngine:
             state_dict, version = args
             if state_dict is not None:  # None: the weights are shared with the trainer, only the version moves
                 load_weights(self.model, state_dict)
+            for layer in self._packed:  # the packed copies follow the new values (shared ones changed in place)
+                layer.repack()
             self.sessions.clear()  # keys and values of the old weights
             self._version = int(version) if version is not None else self._version + 1
             return self._version

@@ -107,7 +107,8 @@ def build_engine(cfg: Config, model, tokenizer):
     from agentrl.rollout.embedded import EmbeddedEngine, engine_view
 
     policy = engine_view(model, share_weights=cfg.rollout.mode == "sync")
-    return EmbeddedEngine(policy, tokenizer, seed=cfg.rollout.seed, max_batch_size=cfg.rollout.max_batch_size)
+    return EmbeddedEngine(policy, tokenizer, seed=cfg.rollout.seed, max_batch_size=cfg.rollout.max_batch_size,
+                          packed_weights=cfg.rollout.packed_weights)
 
 
 async def push_weights(run: Run) -> None:

@@ -1,0 +1,86 @@
+"""Decode-time linear layers whose weights are pre-packed for oneDNN (CPU, float32).
+
+`F.linear` on CPU calls MKL sgemm, which re-packs the weight matrix into its blocked layout on every call.
+During decode a step multiplies a few rows by every weight of the model, so the packing is a large share of the
+step: for SmolLM2-135M's 49152 × 576 LM head at 32 rows it is most of the multiply. oneDNN's linear takes a
+weight packed once (`mkldnn::_reorder_linear_weight`) and reuses it; `bench/engine_throughput.py` measures the
+effect on the peer workload (`packed` against `engine`).
+
+The engine runs a structural copy of the model it is given (`packed_view`; `engine.model` is that copy) whose
+`nn.Linear` modules are `PackedLinear`s over the very same weight tensors, so the given model (the trainer's,
+in sync mode) is never modified. The packed copies follow the weights: a layer packs again when its weight's
+version counter or address changed (any in-place update through the parameter: an optimizer step,
+load_state_dict), and the engine repacks after every weight update in any case (writes through `.data` bypass
+the counter). The packed path is a different kernel, so logits differ from `F.linear`'s by float rounding
+(~1e-6); behaviour logprobs are those of the logits the engine sampled from, as always.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+
+import torch
+from torch import nn
+
+
+def packing_supported(model: nn.Module) -> bool:
+    """True if oneDNN's packed linear can run this model: float32 weights on the CPU, oneDNN built in."""
+    try:
+        p = next(model.parameters())
+    except StopIteration:
+        return False
+    return p.device.type == "cpu" and p.dtype == torch.float32 and torch.backends.mkldnn.is_available()
+
+
+class PackedLinear(nn.Module):
+    """nn.Linear's forward with the weight pre-packed for oneDNN (inference only: no autograd through it)."""
+
+    def __init__(self, linear: nn.Linear):
+        """Wrap `linear` (its weight and bias tensors are shared, not copied) and pack its weight."""
+        super().__init__()
+        self.in_features, self.out_features = linear.in_features, linear.out_features
+        self.weight = linear.weight
+        self.bias = linear.bias
+        self.packed: torch.Tensor | None = None
+        self.repack()
+
+    def repack(self) -> None:
+        """Pack the current weight values again (after they changed in place)."""
+        with torch.no_grad():
+            self.packed = torch.ops.mkldnn._reorder_linear_weight(self.weight.detach(), None)
+        self._packed_for = self._weight_key()
+
+    def _weight_key(self) -> tuple[int, int]:
+        """(version counter, address) of the weight: in-place updates through the parameter bump the counter."""
+        return self.weight._version, self.weight.data_ptr()
+
+    def __deepcopy__(self, memo: dict) -> PackedLinear:
+        """A copy packs its own (copied) weight: oneDNN's packed tensors have no storage to copy."""
+        shell = nn.Linear(self.in_features, self.out_features, bias=self.bias is not None, device="meta")
+        shell.weight, shell.bias = copy.deepcopy(self.weight, memo), copy.deepcopy(self.bias, memo)
+        memo[id(self)] = new = PackedLinear(shell)
+        return new
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x @ weight.T + bias, on the packed weight (packed again first if the weight changed since)."""
+        if self._weight_key() != self._packed_for:
+            self.repack()
+        return torch.ops.mkldnn._linear_pointwise(x, self.packed, self.bias, "none", [], "")
+
+
+def packed_layers(model: nn.Module) -> list[PackedLinear]:
+    """The packed layers of a model (call `repack` on each after its weights change)."""
+    return [m for m in model.modules() if isinstance(m, PackedLinear)]
+
+
+def packed_view(model: nn.Module) -> nn.Module:
+    """A copy of `model` sharing every parameter and buffer, with its nn.Linear modules packed: the module the
+    engine runs, so that the model it was given (e.g. the trainer's, which needs autograd) stays as it was."""
+    tensors = itertools.chain(model.parameters(), model.buffers())
+    view = copy.deepcopy(model, {id(t): t for t in tensors})
+    for module in list(view.modules()):
+        for child_name, child in list(module.named_children()):
+            if type(child) is nn.Linear:
+                setattr(module, child_name, PackedLinear(child))
+    return view.eval()
