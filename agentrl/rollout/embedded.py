@@ -33,7 +33,7 @@ from agentrl.errors import EngineError
 from agentrl.rollout.engine import PAUSE_MODES, Generation, SamplingParams
 from agentrl.rollout.engine_errors import EngineClosed, EngineRequestError
 from agentrl.rollout.kv_batch import KVBatch, new_cache
-from agentrl.rollout.packed import packed_layers, packed_view, packing_supported
+from agentrl.rollout.packed import packed_layers, packed_view, packing_supported, shared_copy
 from agentrl.rollout.sampling import make_generator, params_tensors, sample, validate
 from agentrl.rollout.session_cache import DEFAULT_MAX_BYTES, SessionCache
 from agentrl.rollout.weights import load_state_dict_dir, load_weights
@@ -505,11 +505,11 @@ def engine_view(model, *, share_weights: bool):
 
     if not share_weights:
         return copy.deepcopy(model).eval()
-    tensors = list(itertools.chain(model.parameters(), model.buffers()))
-    for t in tensors:  # fresh heap storage, as a copy would have: tensors memory-mapped from a checkpoint sit at
-        t.data = t.data.clone()  # other alignments, where CPU kernels round differently (resume would drift)
-    memo = {id(t): t for t in tensors}
-    return copy.deepcopy(model, memo).eval()
+    # fresh heap storage, as a copy would have: tensors memory-mapped from a checkpoint sit at other alignments,
+    # where CPU kernels round differently (resume would drift)
+    for t in itertools.chain(model.parameters(), model.buffers()):
+        t.data = t.data.clone()
+    return shared_copy(model).eval()
 
 
 def shares_weights(a, b) -> bool:

@@ -42,8 +42,7 @@ class PackedLinear(nn.Module):
         self.in_features, self.out_features = linear.in_features, linear.out_features
         self.weight = linear.weight
         self.bias = linear.bias
-        self.packed: torch.Tensor | None = None
-        self.repack()
+        self.repack()  # sets self.packed
 
     def repack(self) -> None:
         """Pack the current weight values again (after they changed in place)."""
@@ -69,6 +68,12 @@ class PackedLinear(nn.Module):
         return torch.ops.mkldnn._linear_pointwise(x, self.packed, self.bias, "none", [], "")
 
 
+def shared_copy(model: nn.Module) -> nn.Module:
+    """A copy of model's module structure whose parameters and buffers ARE model's tensors (nothing is copied
+    but the modules): for a module that runs the same weights differently (own train/eval flag, own layers)."""
+    return copy.deepcopy(model, {id(t): t for t in itertools.chain(model.parameters(), model.buffers())})
+
+
 def packed_layers(model: nn.Module) -> list[PackedLinear]:
     """The packed layers of a model (call `repack` on each after its weights change)."""
     return [m for m in model.modules() if isinstance(m, PackedLinear)]
@@ -77,8 +82,7 @@ def packed_layers(model: nn.Module) -> list[PackedLinear]:
 def packed_view(model: nn.Module) -> nn.Module:
     """A copy of `model` sharing every parameter and buffer, with its nn.Linear modules packed: the module the
     engine runs, so that the model it was given (e.g. the trainer's, which needs autograd) stays as it was."""
-    tensors = itertools.chain(model.parameters(), model.buffers())
-    view = copy.deepcopy(model, {id(t): t for t in tensors})
+    view = shared_copy(model)
     for module in list(view.modules()):
         for child_name, child in list(module.named_children()):
             if type(child) is nn.Linear:
