@@ -235,7 +235,8 @@ def transcript(traj) -> list[dict[str, str]]:
     return rows
 
 
-GRADED_FIELDS = ("f2p_pass", "p2p_pass", "resolution", "patch", "suspicious", "grading_reason")
+GRADED_FIELDS = ("f2p_pass", "p2p_pass", "resolution", "patch", "suspicious", "grading_reason", "grading_mode",
+                 "grading_refused")
 """Fields a hook may grade; null in a record when it did not."""
 
 

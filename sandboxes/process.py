@@ -11,6 +11,7 @@ import threading
 import time
 
 from agentrl.sandboxes.base import ExecResult, OutputCap, SandboxConfig, make_result
+from agentrl.sandboxes.dialogue import Dialogue
 
 
 def prlimit_argv(config: SandboxConfig, timeout: float, nproc: bool) -> list[str]:
@@ -23,10 +24,12 @@ def prlimit_argv(config: SandboxConfig, timeout: float, nproc: bool) -> list[str
     return [*argv, "--"]
 
 
-def run_process(argv: list[str], *, config: SandboxConfig, timeout: float, stdin: bytes | None,
+def run_process(argv: list[str], *, config: SandboxConfig, timeout: float, stdin: bytes | Dialogue | None,
                 max_output_bytes: int, **popen_kwargs) -> ExecResult:
     """Start `argv` in a new session, feed stdin, stream merged output into a cap, and SIGKILL the process group
-    at the deadline or when the output passes config.output_kill_bytes."""
+    at the deadline or when the output passes config.output_kill_bytes. A Dialogue as stdin keeps it open
+    (dialogue.py); its `abort` kills the group like the deadline does."""
+    dialogue = stdin if isinstance(stdin, Dialogue) else None
     t0 = time.monotonic()
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
@@ -37,14 +40,24 @@ def run_process(argv: list[str], *, config: SandboxConfig, timeout: float, stdin
     def read() -> None:
         try:
             while chunk := os.read(proc.stdout.fileno(), 1 << 16):
+                if dialogue is not None:
+                    dialogue.feed(chunk)
                 if not flooded.is_set():
                     cap.feed(chunk)
                     if cap.total > config.output_kill_bytes:
                         flooded.set()
         finally:
+            if dialogue is not None:
+                dialogue.finish()
             done.set()
 
     def write() -> None:
+        if dialogue is not None:
+            def send(data: bytes) -> None:
+                proc.stdin.write(data)
+                proc.stdin.flush()
+
+            return dialogue.pump(send, proc.stdin.close)
         try:
             proc.stdin.write(stdin)
             proc.stdin.close()
@@ -57,8 +70,9 @@ def run_process(argv: list[str], *, config: SandboxConfig, timeout: float, stdin
     deadline = t0 + timeout
     timed_out = False
     while not done.wait(min(0.1, max(0.0, deadline - time.monotonic()))):
-        if flooded.is_set() or time.monotonic() >= deadline:
-            timed_out = not flooded.is_set()
+        aborted = dialogue is not None and dialogue.aborted.is_set()
+        if flooded.is_set() or aborted or time.monotonic() >= deadline:
+            timed_out = not flooded.is_set() and not aborted
             kill_group(proc)
             done.wait(10.0)
             break

@@ -110,6 +110,7 @@ def summarize(trajectories: Sequence[Trajectory]) -> dict[str, float]:
     if graded:
         out["rollout/suspicious_share"] = sum(bool(i.get("suspicious")) for i in graded) / len(graded)
         out["rollout/invalid_grading_share"] = sum(not i.get("grading_valid") for i in graded) / len(graded)
+        out["rollout/refused_share"] = sum(bool(i.get("grading_refused")) for i in graded) / len(graded)
     levels = [i["level"] for i in (t.reward_info or {} for t in trajectories) if isinstance(i.get("level"), int)]
     if levels:  # an env with difficulty levels (swe_lite): which level the step trained on, also under level=auto
         out["rollout/level_mean"] = sum(levels) / len(levels)

@@ -278,6 +278,7 @@ class SweLiteEnv(AgentEnv):
             "resolution": result.resolution if result else "NO", "patch": result.patch if result else "",
             "grading_valid": bool(result and result.valid), "grading_reason": result.reason if result else "",
             "suspicious": bool(result and result.suspicious), "findings": list(result.findings) if result else [],
+            "grading_mode": result.grading_mode if result else "", "grading_refused": result.refused if result else "",
             "exit_reason": exit_reason, "termination": termination,
             "n_steps": self.steps, "n_format_errors": self.format_errors, "infra_error": infra_error,
             "timings": {**self.timings, "episode_s": time.monotonic() - self.start},

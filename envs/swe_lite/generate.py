@@ -41,7 +41,7 @@ import sys
 import time
 from pathlib import Path
 
-from agentrl.envs.swe_lite import mutate
+from agentrl.envs.swe_lite import judge, mutate
 from agentrl.envs.swe_lite.grading import REPO, SuiteRun, run_tests, setup_repo
 from agentrl.envs.swe_lite.levels import min_level
 from agentrl.envs.swe_lite.patches import make_diff, tree_id
@@ -52,7 +52,8 @@ CORPUS = Path(__file__).parent / "corpus"
 GENERATOR_VERSION = "1"
 PYTEST_INI = "[pytest]\npythonpath = .\n"
 SPLIT_BUCKETS = (("test", 20), ("dev", 35), ("train", 100))  # hash bucket (0..99) below the bound -> split
-MAX_F2P = 5
+MIN_F2P = 2  # a mutant must fail the test its statement quotes and at least one more (a fix must fix the function)
+MAX_F2P = 8
 PER_MODULE = 16  # tasks kept per module at most (was 8; mutants are accepted in seeded order, so those 8 come first)
 MAX_TRIES = 120  # candidates looked at per module at most
 VALIDATION_CPU_S = 10  # the suites need < 1 CPU second; a mutant past this loops forever and is dropped
@@ -163,7 +164,7 @@ class Generator:
             run = self._run_mutant(module, mutant)
             st = statuses(run)
             failing = sorted(k for k, v in st.items() if v != "passed")
-            if (not run.valid or run.collection_errors or sorted(st) != all_ids or not 1 <= len(failing) <= MAX_F2P
+            if (not run.valid or run.collection_errors or sorted(st) != all_ids or not MIN_F2P <= len(failing) <= MAX_F2P
                     or len(failing) == len(all_ids)):
                 continue
             if statuses(self._run_mutant(module, mutant)) != st:
@@ -244,6 +245,21 @@ def generate(sandbox, seed: int = 0, modules: list[str] | None = None, per_modul
     return tasks
 
 
+def judge_check(sandbox, module: str) -> dict[str, str]:
+    """{test id: problem} for the original module's whole test file run by the judge (empty when all pass):
+    each test must pass against the correct module, comparing exact values only (judge.py's rules)."""
+    from agentrl.envs.swe_lite.grading import judge_run
+
+    files = module_files(module)
+    test_path = f"tests/test_{module}.py"
+    ids = [f"{test_path}::{name}" for name in judge.test_names(files[test_path])]
+    run, refused = judge_run(sandbox, files, [test_path], ids, timeout=VALIDATION_TIMEOUT_S,
+                             cpu_limit_s=VALIDATION_CPU_S)
+    if not run.valid:
+        return {test_path: run.reason}
+    return {k: (c.text or c.message) for k, c in run.cases.items() if c.status != "passed"}
+
+
 def self_check_sample(tasks: list[Task], per_module: int = 1) -> list[Task]:
     """A deterministic sample: the first `per_module` tasks of every module (what CI checks)."""
     taken: dict[str, int] = {}
@@ -291,10 +307,24 @@ def main(argv: list[str] | None = None) -> int:
                     help="grade the tasks file (gold resolves, empty patch fails F2P, P2P passes on both); "
                          "with --modules only those modules, with --sample N the first N tasks of each module")
     ap.add_argument("--sample", type=int, default=0, help="with --self-check: tasks per module (0 = all)")
+    ap.add_argument("--judge-check", action="store_true",
+                    help="run each corpus module's own test file under the judge against the correct module "
+                         "(every test must pass comparing exact values); with --modules only those")
     args = ap.parse_args(argv)
     from agentrl.sandboxes import open_sandbox
 
     start = time.monotonic()
+    if args.judge_check:
+        problems = 0
+        with open_sandbox(args.backend) as sb:
+            for module in args.modules or corpus_modules():
+                found = judge_check(sb, module)
+                problems += len(found)
+                print(f"{module:<12} {'ok' if not found else f'{len(found)} failing'}")
+                for test, text in found.items():
+                    print(f"  {test}\n    " + text.replace("\n", "\n    "))
+        print(f"{'OK' if not problems else 'FAILED'}: {problems} problems ({time.monotonic() - start:.0f}s)")
+        return 0 if not problems else 1
     if args.self_check:
         shipped = [t for t in load_tasks(args.out) if not args.modules or t.repo.split("/")[-1] in args.modules]
         chosen = self_check_sample(shipped, args.sample) if args.sample else shipped

@@ -1,18 +1,26 @@
-"""Grading: run the hidden tests in a fresh sandbox under a harness the repo cannot reach; score like SWE-bench.
+"""Grading: run the hidden tests against the agent's repo in a fresh sandbox; score like SWE-bench.
 
 The grader never trusts the agent's sandbox. It takes the files the agent left, keeps only allowed source
 changes (`src_globs`, minus tests, conftest.py, ini files, site hooks), rebuilds the tree from the task's
-original files plus those changes plus the hidden tests, and runs the F2P ∪ P2P tests in a *fresh* sandbox
-through harness.py (isolated interpreter, the repo behind the standard library and the test stack, a
-grader-owned plugin that checks the test machinery and each test's code, results on a nonce-tagged channel of
-its own; see its docstring). Before that, tampering.py refuses shadowing modules and flags structural exploits.
-Every outcome the agent can cause is a Grade with reward 0 and a `reason`; only faults of ours raise
-SandboxError. docs/swe_lite.md has the rules.
+original files plus those changes plus the hidden tests, and runs the F2P ∪ P2P tests in one of two modes
+(`grading_mode`, in every Grade and record):
+- `judge` (swe_lite's own corpus): the tests run on the host in judge.py and the repo's code in a worker in a
+  *fresh* sandbox, behind a protocol of exact builtin values and handles; the repo's code never runs where the
+  verdict is decided. Tasks whose test files all come from the shipped corpus are graded this way.
+- `in_process` (tasks a user brings: arbitrary pytest suites): pytest runs in the fresh sandbox through
+  harness.py (isolated interpreter, the repo behind the standard library and the test stack, a grader-owned
+  plugin that checks the test machinery and each test's code, results on a nonce-tagged channel). Code of the
+  repo runs in that process, so a determined policy may still find a way to change the verdict there.
+Before either, tampering.py refuses shadowing modules and flags structural exploits. Every outcome the agent can
+cause is a Grade with reward 0 and a `reason`; only faults of ours raise SandboxError. docs/swe_lite.md has the
+rules.
 """
 
 from __future__ import annotations
 
+import ast
 import fnmatch
+import functools
 import json
 import re
 import shlex
@@ -21,7 +29,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agentrl.envs.swe_lite import tampering
+from agentrl.envs.swe_lite import judge, tampering
 from agentrl.envs.swe_lite.patches import PatchError, apply_patch, make_diff
 
 REPO = "/workspace/repo"
@@ -37,6 +45,8 @@ MAX_FILE_BYTES = 1 << 20
 HARNESS = (Path(__file__).parent / "harness.py").read_text()
 PYTEST_PREFIXES = (["python3", "-m", "pytest"], ["python", "-m", "pytest"], ["pytest"], ["py.test"])
 MAX_OUTPUT_BYTES = 1 << 20
+CORPUS = Path(__file__).parent / "corpus"
+MODES = ("judge", "in_process")
 
 
 @dataclass
@@ -80,6 +90,10 @@ class Grade:
     findings: list[str] = field(default_factory=list)
     statuses: dict[str, str] = field(default_factory=dict)
     duration_s: float = 0.0
+    grading_mode: str = ""
+    """judge | in_process: how the tests ran ("" when nothing ran)."""
+    refused: str = ""
+    """What the repo's worker sent that the judge's protocol refused ("" when nothing)."""
 
     def reward(self, shaped: bool = False) -> float:
         """float(resolved); with `shaped`, f2p × (p2p == 1) as partial credit. 0 when invalid or suspicious."""
@@ -243,6 +257,48 @@ def run_tests(sandbox, test_cmd: str, test_ids: list[str] | None = None, *, time
     return run
 
 
+@functools.lru_cache(maxsize=None)
+def _corpus_statements(module: str) -> frozenset[str] | None:
+    """The top-level statements (as ast dumps) of a corpus module's test file; None for no such module."""
+    path = CORPUS / module / "tests" / f"test_{module}.py"
+    if not re.fullmatch(r"[a-z_][a-z0-9_]*", module) or not path.is_file():
+        return None
+    return frozenset(ast.dump(node) for node in ast.parse(path.read_text()).body)
+
+
+def grading_mode(task, tree: dict[str, str], test_files: list[str]) -> str:
+    """`judge` when every test file to run is made only of the shipped corpus's own test code, else `in_process`.
+
+    The judge executes the test files on the host, so it takes only statements that ship with agentrl: a task a
+    user brings (or edits) runs its tests in the sandbox instead.
+    """
+    known = _corpus_statements(task.repo.split("/", 1)[1]) if task.repo.startswith("swe_lite/") else None
+    if known is None or not test_files:
+        return "in_process"
+    for path in test_files:
+        try:
+            body = ast.parse(tree[path]).body
+        except (KeyError, SyntaxError, ValueError):
+            return "in_process"
+        if any(ast.dump(node) not in known for node in body):
+            return "in_process"
+    return "judge"
+
+
+def judge_run(sandbox, tree: dict[str, str], test_files: list[str], ids: list[str], *, timeout: float,
+              cwd: str = REPO, cpu_limit_s: int | None = None) -> tuple[SuiteRun, str]:
+    """(SuiteRun, what the protocol refused) for the tests `ids` run by the judge; the sandbox gets the repo
+    without the test files (the worker never needs them, so they never enter the sandbox)."""
+    setup_repo(sandbox, {p: t for p, t in tree.items() if p not in test_files}, git=False, path=cwd)
+    jr = judge.judge_tests(sandbox, {p: tree[p] for p in test_files}, ids, cwd=cwd, timeout=timeout,
+                           cpu_limit_s=cpu_limit_s)
+    cases = {k: CaseResult(v.status, v.message, v.text) for k, v in jr.cases.items()}
+    failed = any(c.status != "passed" for c in cases.values())
+    return SuiteRun(cases, exit_code=1 if failed else 0, valid=jr.valid, reason=jr.reason,
+                    output="\n".join(jr.log), duration_s=jr.duration_s,
+                    collection_errors=jr.collection_errors), jr.refused
+
+
 def setup_repo(sandbox, files: dict[str, str], *, git: bool = True, path: str = REPO) -> None:
     """Write `files` into the sandbox at `path`; with `git`, make it a repo with one commit and no history."""
     sandbox.exec(f"rm -rf {shlex.quote(path)}", timeout=30, cwd="/")
@@ -298,10 +354,14 @@ def grade(sandbox, task, final_files: dict[str, bytes] | None = None, *, changes
     except PatchError as e:
         return failed_grade(f"the hidden tests do not apply to the changed repo: {e}", patch, findings=findings,
                             start=start)
-    setup_repo(sandbox, tree, git=False)
     ids = list(dict.fromkeys(task.FAIL_TO_PASS + task.PASS_TO_PASS))
     test_files = sorted({t.split("::")[0] for t in ids if t.split("::")[0] in tree})
-    run = run_tests(sandbox, task.test_cmd, ids, timeout=timeout, fail_to_pass=ids, test_files=test_files)
+    mode, refused = grading_mode(task, tree, test_files), ""
+    if mode == "judge":
+        run, refused = judge_run(sandbox, tree, test_files, ids, timeout=timeout)
+    else:
+        setup_repo(sandbox, tree, git=False)
+        run = run_tests(sandbox, task.test_cmd, ids, timeout=timeout, fail_to_pass=ids, test_files=test_files)
     f2p, p2p = score(run, task.FAIL_TO_PASS, task.PASS_TO_PASS)
     suspicious = bool(findings)
     resolved = run.valid and not suspicious and f2p == 1.0 and p2p == 1.0
@@ -310,4 +370,4 @@ def grade(sandbox, task, final_files: dict[str, bytes] | None = None, *, changes
     return Grade(resolved=resolved, f2p=f2p, p2p=p2p, resolution=resolution, patch=patch, valid=run.valid,
                  reason=reason, suspicious=suspicious, findings=findings,
                  statuses={t: run.cases[t].status if t in run.cases else "missing" for t in ids},
-                 duration_s=time.monotonic() - start)
+                 duration_s=time.monotonic() - start, grading_mode=mode, refused=refused)

@@ -1,0 +1,626 @@
+"""The judge: runs a swe_lite task's tests on the host, against the repo's code running in a sandboxed worker.
+
+Grading by construction. The tests of swe_lite's own corpus run here, in the grader's process, and never
+import, execute or unpickle anything of the repo: `from bank import Account` gives them a proxy (`Remote`), and
+every use of a proxy is a request to the worker (worker.py), which runs the repo's code in the grading sandbox.
+Answers come back as values of exact builtin types (checked with `type(x) is ...`, recursively, with caps on
+size and depth) or as new handles; exceptions come back as a builtin exception's name or a handle of a class the
+repo defines, plus arguments of the same kinds. Equality, ordering, truthiness and `pytest.raises` are decided
+here, on those values:
+- `==`, `!=`, `bool()` and `hash()` of a proxy are refused (the test fails): a test compares exact values;
+- `<`, `<=`, `>`, `>=` between two proxies ask the worker and accept only an exact bool; with a value, refused;
+- `str`, `repr`, `len`, `iter`, indexing, `in` and arithmetic ask the worker; their results are checked again.
+Nothing the worker says is trusted: a malformed answer, a value of any other type, a size or depth past the caps
+refuse the whole run (reward 0, reason given); a call past its deadline or a worker that dies fails that test
+and the next test gets a fresh worker. docs/swe_lite.md has the design and its limits.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import json
+import re
+import time
+import traceback
+import types
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from agentrl.sandboxes.dialogue import Dialogue
+
+WORKER = (Path(__file__).parent / "worker.py").read_text()
+MAX_LINE = 8 << 20  # bytes of one answer
+MAX_DEPTH = 24  # nesting of one value
+MAX_NODES = 200_000  # values in one answer
+MAX_INT_DIGITS = 4000
+MAX_ITEMS = 10_000  # items of one iteration
+CALL_TIMEOUT_S = 10.0
+# imports the test files may take from the judge's own Python; every other module is the repo's (remote)
+LOCAL_MODULES = frozenset({"math", "re", "string", "itertools", "functools", "collections", "operator", "random"})
+EXACT_SCALARS = (type(None), bool, str)
+CONTAINERS = {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset}
+
+
+class JudgeError(BaseException):
+    """A fault of the worker's side. Test code cannot catch it (it is no Exception), so the test fails."""
+
+
+class Refused(JudgeError):
+    """The worker said something the protocol does not allow: the whole run scores 0."""
+
+
+class WorkerLost(JudgeError):
+    """The worker ended (crash, exit, kill) or missed a call's deadline: this test fails, the next gets a new one."""
+
+
+class TaskDeadline(JudgeError):
+    """The run's own deadline passed: the run is invalid (timed out)."""
+
+
+class ExactValueRequired(JudgeError):
+    """A test compared or tested the truth of a proxy; only exact values are compared."""
+
+
+@dataclass
+class CaseOutcome:
+    """One test's outcome under the judge."""
+
+    status: str
+    """passed | failed | error"""
+    message: str = ""
+    text: str = ""
+
+
+@dataclass
+class JudgeRun:
+    """The outcome of judging a task's tests."""
+
+    cases: dict[str, CaseOutcome]
+    valid: bool = True
+    reason: str = ""
+    refused: str = ""
+    """What the worker sent that the protocol refused ("" when nothing)."""
+    collection_errors: int = 0
+    workers: int = 0
+    calls: int = 0
+    duration_s: float = 0.0
+    log: list[str] = field(default_factory=list)
+
+
+def describe(x, depth: int = 0) -> str:
+    """A short text for a value in a failure message, never asking the worker anything."""
+    if isinstance(x, Remote):
+        return f"<remote {object.__getattribute__(x, '_name')}>"
+    if depth > 3:
+        return "..."
+    if type(x) in (list, tuple, set, frozenset):
+        inner = ", ".join(describe(v, depth + 1) for v in list(x)[:8]) + (", ..." if len(x) > 8 else "")
+        return {"list": "[%s]", "tuple": "(%s)", "set": "{%s}", "frozenset": "frozenset({%s})"}[type(x).__name__] % inner
+    if type(x) is dict:
+        return "{" + ", ".join(f"{describe(k, depth + 1)}: {describe(v, depth + 1)}" for k, v in list(x.items())[:8]) + "}"
+    if type(x) in (int, float, str, bytes, bool, type(None)):
+        text = repr(x)
+        return text if len(text) <= 200 else text[:200] + "..."
+    return f"<{type(x).__name__}>"
+
+
+class Worker:
+    """One worker process in the sandbox and the proxies of the objects it holds."""
+
+    def __init__(self, sandbox, *, cwd: str, deadline: float, call_timeout: float, cpu_limit_s: int | None) -> None:
+        self.deadline, self.call_timeout = deadline, call_timeout
+        self.proxies: dict[int, object] = {}
+        self.meta: dict[int, tuple] = {}
+        self.exc_refs: dict[type, int] = {}
+        self.calls = 0
+        self.lost = False
+        self.sent_args: dict[int, dict] = {}
+        limit = f"ulimit -t {int(cpu_limit_s)}; " if cpu_limit_s else ""
+        cmd = ["bash", "-c", f'{limit}exec python3 -I -B -c "$0"', WORKER]
+        seconds = max(1.0, deadline - time.monotonic())
+        self.dialogue = Dialogue(max_buffer=MAX_LINE * 2)
+        self.dialogue.start(lambda d: sandbox.exec(cmd, timeout=seconds, cwd=cwd, stdin=d,
+                                                   max_output_bytes=4096))
+
+    def close(self) -> None:
+        """End the worker: EOF on its stdin, then a kill if it has not gone within a few seconds."""
+        self.dialogue.close()
+        try:
+            if self.dialogue.wait(5.0) is None:
+                self.dialogue.abort()
+                self.dialogue.wait(15.0)
+        except Exception:  # the sandbox failed while the worker ended: nothing of the verdict depends on it
+            pass
+
+    # ------------------------------------------------------------------ requests
+    def request(self, req: dict):
+        """Send one request and return the decoded answer (a value, a proxy) or raise what the worker raised."""
+        if self.lost:
+            raise WorkerLost("the worker is gone")
+        now = time.monotonic()
+        if now >= self.deadline:
+            raise TaskDeadline("the tests ran out of time")
+        self.calls += 1
+        self.dialogue.send(json.dumps(req).encode() + b"\n")
+        try:
+            line = self.dialogue.read_line(min(now + self.call_timeout, self.deadline), MAX_LINE)
+        except TimeoutError:
+            self.lost = True
+            self.dialogue.abort()
+            if time.monotonic() >= self.deadline:
+                raise TaskDeadline("the tests ran out of time") from None
+            raise WorkerLost(f"no answer within {self.call_timeout:.0f}s") from None
+        except ValueError as e:
+            raise Refused(f"an answer too long: {e}") from None
+        if line is None:
+            self.lost = True
+            raise WorkerLost("the worker ended")
+        try:
+            msg = json.loads(line)
+        except (ValueError, RecursionError):
+            raise Refused("an answer that is not JSON") from None
+        if type(msg) is not dict or len(msg) - ("out" in msg) != 1 or not ("ok" in msg or "raise" in msg):
+            raise Refused("an answer that is not {ok} or {raise}")
+        if "out" in msg:
+            self.write_back(req, msg["out"])
+        if "ok" in msg:
+            return self.decode(msg["ok"], [0])
+        raise self.exception(msg["raise"])
+
+    def write_back(self, req: dict, out) -> None:
+        """Give the caller's list, dict and set arguments of a call the state the call left them in."""
+        sent = self.sent_args.pop(id(req), None)
+        if req.get("op") != "call" or sent is None or type(out) is not list:
+            raise Refused("a changed-arguments list where none can be")
+        for item in out:
+            if type(item) is not list or len(item) != 2 or type(item[0]) not in (int, str):
+                raise Refused("a malformed changed argument")
+            value = self.decode(item[1], [0])
+            if item[0] not in sent:  # sent as a list but not one of the caller's (a range): nothing to update
+                continue
+            target = sent[item[0]]
+            if type(value) is not type(target) or type(target) not in (list, dict, set):
+                raise Refused("a changed argument of another type")
+            if type(target) is list:
+                target[:] = value
+            else:
+                target.clear()
+                target.update(value)
+
+    def encode(self, x, depth: int = 0):
+        """A judge value (exact builtins, proxies of this worker) as the protocol writes it."""
+        if depth > MAX_DEPTH:
+            raise ExactValueRequired("a value nested too deep to send")
+        t = type(x)
+        if t in EXACT_SCALARS:
+            return x
+        if t is int:
+            return {"int": str(x)}
+        if t is float:
+            return {"float": repr(x)}
+        if t is bytes:
+            return {"bytes": x.hex()}
+        if t is range:  # sent as the list it spells
+            return {"list": [{"int": str(v)} for v in x[:MAX_ITEMS + 1]]}
+        if t.__name__ in CONTAINERS and CONTAINERS[t.__name__] is t:
+            return {t.__name__: [self.encode(v, depth + 1) for v in x]}
+        if t is dict:
+            return {"dict": [[self.encode(k, depth + 1), self.encode(v, depth + 1)] for k, v in x.items()]}
+        if t is Remote and object.__getattribute__(x, "_w") is self:
+            return {"ref": object.__getattribute__(x, "_ref")}
+        if isinstance(x, type) and x in self.exc_refs:
+            return {"ref": self.exc_refs[x]}
+        raise ExactValueRequired(f"cannot send a {t.__name__} to the repo's code")
+
+    def decode(self, v, count: list[int], depth: int = 0):
+        """An answer's value, checked: exact builtin types only (or handles), within the caps."""
+        count[0] += 1
+        if count[0] > MAX_NODES or depth > MAX_DEPTH:
+            raise Refused("an answer past the size or depth cap")
+        t = type(v)
+        if t in EXACT_SCALARS:
+            return v
+        if t is not dict or len(v) not in (1, 3, 4):
+            raise Refused(f"a value of JSON type {t.__name__} outside the schema")
+        if "ref" in v:
+            return self.handle(v)
+        if len(v) != 1:
+            raise Refused("a tagged value with extra keys")
+        (tag, body), = v.items()
+        if tag == "int":
+            if type(body) is not str or not re.fullmatch(r"-?[0-9]{1,%d}" % MAX_INT_DIGITS, body):
+                raise Refused("a malformed int")
+            return int(body)
+        if tag == "float":
+            if type(body) is not str or len(body) > 40:
+                raise Refused("a malformed float")
+            try:
+                return float(body)
+            except ValueError:
+                raise Refused("a malformed float") from None
+        if tag == "bytes":
+            if type(body) is not str or len(body) % 2 or not re.fullmatch(r"[0-9a-f]*", body):
+                raise Refused("malformed bytes")
+            return bytes.fromhex(body)
+        if tag in CONTAINERS:
+            if type(body) is not list:
+                raise Refused(f"a malformed {tag}")
+            items = [self.decode(w, count, depth + 1) for w in body]
+            if tag in ("set", "frozenset"):
+                self._hashable(items)
+            return CONTAINERS[tag](items)
+        if tag == "dict":
+            if type(body) is not list or any(type(p) is not list or len(p) != 2 for p in body):
+                raise Refused("a malformed dict")
+            pairs = [(self.decode(k, count, depth + 1), self.decode(w, count, depth + 1)) for k, w in body]
+            self._hashable([k for k, _ in pairs])
+            out = dict(pairs)
+            if len(out) != len(pairs):
+                raise Refused("a dict with repeated keys")
+            return out
+        raise Refused(f"an unknown tag {tag[:40]!r}")
+
+    @staticmethod
+    def _hashable(items: list) -> None:
+        def ok(x) -> bool:
+            t = type(x)
+            return t in (int, float, str, bytes, bool, type(None)) or (
+                t in (tuple, frozenset) and all(ok(y) for y in x))
+        if not all(ok(x) for x in items):
+            raise Refused("a set member or dict key that is not an exact hashable value")
+
+    def handle(self, v: dict):
+        """The proxy of a handle (the same one each time it comes back); its kind is fixed when first seen."""
+        ref, kind, name, exc = v.get("ref"), v.get("kind"), v.get("name"), v.get("exc")
+        if (type(ref) is not int or not 0 < ref < 1 << 31 or kind not in ("module", "class", "object")
+                or type(name) is not str or not 0 < len(name) <= 200 or set(v) - {"ref", "kind", "name", "exc"}):
+            raise Refused("a malformed handle")
+        if exc is not None and (kind != "class" or type(exc) is not list or not 0 < len(exc) <= 32
+                                or any(type(e) is not str for e in exc)):
+            raise Refused("a malformed exception class handle")
+        meta = (kind, name, tuple(exc) if exc is not None else None)
+        if ref in self.meta:
+            if self.meta[ref] != meta:
+                raise Refused("a handle that changed its kind")
+            return self.proxies[ref]
+        if exc is not None:
+            base = getattr(builtins, exc[0], None)
+            if not (isinstance(base, type) and issubclass(base, Exception)) or issubclass(base, JudgeError) \
+                    or not name.isidentifier():
+                raise Refused(f"an exception class based on {exc[0][:40]!r}")
+            proxy = type(name, (base,), {"__module__": "repo"})
+            self.exc_refs[proxy] = ref
+        else:
+            proxy = Remote(self, ref, name)
+        self.meta[ref], self.proxies[ref] = meta, proxy
+        return proxy
+
+    def exception(self, body) -> BaseException:
+        """The local exception for what the worker raised: a builtin Exception class, or one the repo defines."""
+        if type(body) is not dict or "cls" not in body or set(body) - {"cls", "args", "msg"}:
+            raise Refused("a malformed exception")
+        cls = body["cls"]
+        if type(cls) is str:
+            cls = getattr(builtins, cls, None)
+            if not (isinstance(cls, type) and issubclass(cls, Exception)) or issubclass(cls, JudgeError):
+                raise Refused(f"an exception that is not a builtin Exception: {str(body['cls'])[:40]!r}")
+        else:
+            cls = self.decode(cls, [0])
+            if not isinstance(cls, type) or cls not in self.exc_refs:
+                raise Refused("an exception class that is not an exception class of the repo")
+        if "args" in body:
+            args = self.decode({"tuple": body["args"]}, [0])
+        else:
+            if type(body.get("msg")) is not str:
+                raise Refused("an exception without args or message")
+            args = (body["msg"][:4000],)
+        try:
+            return cls(*args)
+        except Exception:
+            e = cls.__new__(cls)
+            e.args = args
+            return e
+
+    def apply(self, fn: str, *args):
+        """A builtin operation done by the worker on its objects."""
+        return self.request({"op": "apply", "fn": fn, "args": [self.encode(a) for a in args]})
+
+
+def _exact(value, kind: type, what: str):
+    if type(value) is not kind:
+        raise ExactValueRequired(f"{what} gave a {type(value).__name__}, not a {kind.__name__}")
+    return value
+
+
+class Remote:
+    """A proxy of an object in the worker. Every use asks the worker; nothing here decides a comparison."""
+
+    __slots__ = ("_w", "_ref", "_name")
+
+    def __init__(self, worker: Worker, ref: int, name: str) -> None:
+        object.__setattr__(self, "_w", worker)
+        object.__setattr__(self, "_ref", ref)
+        object.__setattr__(self, "_name", name)
+
+    def _ask(self, fn: str, *args):
+        return object.__getattribute__(self, "_w").apply(fn, self, *args)
+
+    def __getattr__(self, name: str):
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        w = object.__getattribute__(self, "_w")
+        return w.request({"op": "getattr", "obj": object.__getattribute__(self, "_ref"), "name": name})
+
+    def __setattr__(self, name: str, value) -> None:
+        w = object.__getattribute__(self, "_w")
+        w.request({"op": "setattr", "obj": object.__getattribute__(self, "_ref"), "name": name,
+                   "value": w.encode(value)})
+
+    def __call__(self, *args, **kwargs):
+        w = object.__getattribute__(self, "_w")
+        req = {"op": "call", "obj": object.__getattribute__(self, "_ref"),
+               "args": [w.encode(a) for a in args], "kwargs": {k: w.encode(v) for k, v in kwargs.items()}}
+        w.sent_args[id(req)] = {k: v for k, v in [*enumerate(args), *kwargs.items()] if type(v) in (list, dict, set)}
+        try:
+            return w.request(req)
+        finally:
+            w.sent_args.pop(id(req), None)
+
+    def __str__(self) -> str:
+        return _exact(self._ask("str"), str, "str()")
+
+    def __repr__(self) -> str:
+        return _exact(self._ask("repr"), str, "repr()")
+
+    def __len__(self) -> int:
+        return _exact(self._ask("len"), int, "len()")
+
+    def __iter__(self):
+        items = _exact(self._ask("iter"), list, "iteration")
+        if len(items) > MAX_ITEMS:
+            raise ExactValueRequired(f"an iteration of more than {MAX_ITEMS} items")
+        return iter(items)
+
+    def __int__(self) -> int:
+        return _exact(self._ask("int"), int, "int()")
+
+    def __float__(self) -> float:
+        return _exact(self._ask("float"), float, "float()")
+
+    def __getitem__(self, key):
+        return self._ask("getitem", key)
+
+    def __setitem__(self, key, value) -> None:
+        self._ask("setitem", key, value)
+
+    def __delitem__(self, key) -> None:
+        self._ask("delitem", key)
+
+    def __contains__(self, item) -> bool:
+        return _exact(self._ask("contains", item), bool, "`in`")
+
+    def __eq__(self, other):
+        raise ExactValueRequired(f"`==` on {describe(self)}: tests compare exact values, not objects of the repo")
+
+    def __ne__(self, other):
+        raise ExactValueRequired(f"`!=` on {describe(self)}: tests compare exact values, not objects of the repo")
+
+    def __bool__(self) -> bool:
+        raise ExactValueRequired(f"the truth of {describe(self)}: tests check exact values")
+
+    def __hash__(self) -> int:
+        raise ExactValueRequired(f"hash() of {describe(self)}")
+
+    def _order(self, fn: str, other) -> bool:
+        if type(other) is not Remote:
+            raise ExactValueRequired(f"ordering {describe(self)} against a value: tests compare exact values")
+        return _exact(self._ask(fn, other), bool, f"`{fn}`")
+
+    def __lt__(self, other):
+        return self._order("lt", other)
+
+    def __le__(self, other):
+        return self._order("le", other)
+
+    def __gt__(self, other):
+        return self._order("gt", other)
+
+    def __ge__(self, other):
+        return self._order("ge", other)
+
+    def __neg__(self):
+        return self._ask("neg")
+
+    def __pos__(self):
+        return self._ask("pos")
+
+    def __abs__(self):
+        return self._ask("abs")
+
+    def __invert__(self):
+        return self._ask("invert")
+
+
+def _binary(fn: str):
+    def forward(self, other):
+        return object.__getattribute__(self, "_w").apply(fn, self, other)
+
+    def reflected(self, other):
+        return object.__getattribute__(self, "_w").apply(fn, other, self)
+
+    return forward, reflected
+
+
+for _fn in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor", "lshift", "rshift"):
+    _fwd, _ref = _binary(_fn)
+    setattr(Remote, f"__{_fn}__", _fwd)
+    setattr(Remote, f"__r{_fn}__", _ref)
+
+
+# ---------------------------------------------------------------------- the tests' `pytest`
+class RaisesContext:
+    """`pytest.raises(E, match=...)` decided here: the exception is a local one, made from the worker's answer."""
+
+    def __init__(self, expected, match: str | None = None) -> None:
+        kinds = expected if isinstance(expected, tuple) else (expected,)
+        if not kinds or not all(isinstance(k, type) and issubclass(k, BaseException) for k in kinds):
+            raise TypeError(f"pytest.raises needs exception classes, got {describe(expected)}")
+        self.expected, self.match, self.value, self.type = kinds, match, None, None
+
+    def __enter__(self) -> RaisesContext:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if exc_type is None:
+            raise AssertionError(f"DID NOT RAISE {' or '.join(k.__name__ for k in self.expected)}")
+        if issubclass(exc_type, JudgeError) or not issubclass(exc_type, self.expected):
+            return False
+        if self.match is not None and not re.search(self.match, _text_of(exc)):
+            raise AssertionError(f"Regex pattern did not match.\n Regex: {self.match!r}\n Input: {_text_of(exc)!r}")
+        self.value, self.type = exc, exc_type
+        return True
+
+
+def _text_of(exc: BaseException) -> str:
+    """str(exc), with proxies among its args described locally."""
+    if any(isinstance(a, Remote) for a in exc.args):
+        return ", ".join(describe(a) for a in exc.args)
+    return str(exc)
+
+
+def raises(expected, *args, match: str | None = None, **kwargs):
+    """The subset of pytest.raises the corpus uses: a context manager (or a call with a function)."""
+    if args:
+        with RaisesContext(expected, match) as ctx:
+            args[0](*args[1:], **kwargs)
+        return ctx
+    return RaisesContext(expected, match)
+
+
+PYTEST = types.ModuleType("pytest", "The judge's pytest: raises, decided on the host.")
+PYTEST.raises = raises
+
+
+# ---------------------------------------------------------------------- running the tests
+def test_names(source: str) -> list[str]:
+    """The top-level `test_*` functions of a test file, in file order."""
+    return [n.name for n in ast.parse(source).body if isinstance(n, ast.FunctionDef) and n.name.startswith("test")]
+
+
+class TestFile:
+    """A task's test file, compiled once; loaded into a fresh namespace for each worker."""
+
+    def __init__(self, path: str, source: str) -> None:
+        self.path, self.source = path, source
+        self.lines = source.splitlines()
+        self.code = compile(source, path, "exec", dont_inherit=True)
+
+    def load(self, worker: Worker) -> dict:
+        """Execute the file with imports of repo modules answered by `worker`."""
+        def imp(name, globals=None, locals=None, fromlist=(), level=0):
+            if level:
+                raise ImportError("relative imports are not available to the tests")
+            if name == "pytest":
+                return PYTEST
+            if name.split(".")[0] in LOCAL_MODULES:
+                return __import__(name, globals, locals, fromlist, level)
+            module = worker.request({"op": "import", "name": name})
+            if not fromlist and "." in name:
+                return worker.request({"op": "import", "name": name.split(".")[0]})
+            return module
+
+        namespace = {"__name__": Path(self.path).stem, "__file__": self.path,
+                     "__builtins__": {**vars(builtins), "__import__": imp}}
+        exec(self.code, namespace)
+        return namespace
+
+    def where(self, tb) -> str:
+        """`path:line: source` of the deepest frame of this file in a traceback."""
+        line = None
+        for frame, lineno in traceback.walk_tb(tb):
+            if frame.f_code.co_filename == self.path:
+                line = lineno
+        if line is None or not 0 < line <= len(self.lines):
+            return self.path
+        return f"{self.path}:{line}: {self.lines[line - 1].strip()}"
+
+
+def _failure(test_file: TestFile, exc: BaseException) -> CaseOutcome:
+    kind = type(exc).__name__
+    text = f"{test_file.where(exc.__traceback__)}\nE   {kind}: {_text_of(exc)[:2000]}"
+    return CaseOutcome("failed", f"{kind}: {_text_of(exc)[:500]}", text)
+
+
+def judge_tests(sandbox, test_sources: dict[str, str], ids: list[str], *, cwd: str, timeout: float,
+                call_timeout: float = CALL_TIMEOUT_S, cpu_limit_s: int | None = None) -> JudgeRun:
+    """Run the tests `ids` ("path::name") of `test_sources` here, against the repo at `cwd` in `sandbox`.
+
+    The repo's files must already be in the sandbox (and its tests need not be: they are never read there).
+    One worker serves the tests in order; a test that loses it (crash, deadline) fails and the next starts a
+    new one. A refused answer or the run's deadline makes the run invalid.
+    """
+    start = time.monotonic()
+    deadline = start + timeout
+    run = JudgeRun(cases={})
+    files = {}
+    for path in dict.fromkeys(i.split("::")[0] for i in ids):
+        if path in test_sources:
+            try:
+                files[path] = TestFile(path, test_sources[path])
+            except SyntaxError as e:
+                run.log.append(f"{path}: {e}")
+    worker: Worker | None = None
+    namespaces: dict[str, dict | BaseException] = {}
+    try:
+        for nodeid in ids:
+            path, _, name = nodeid.partition("::")
+            if path not in files:
+                run.cases[nodeid] = CaseOutcome("error", "no such test file")
+                continue
+            if worker is None or worker.lost:
+                if worker is not None:
+                    worker.close()
+                    run.calls += worker.calls
+                worker = Worker(sandbox, cwd=cwd, deadline=deadline, call_timeout=call_timeout, cpu_limit_s=cpu_limit_s)
+                run.workers += 1
+                namespaces = {}
+            if path not in namespaces:
+                try:
+                    namespaces[path] = files[path].load(worker)
+                except (Refused, TaskDeadline):
+                    raise
+                except BaseException as e:  # the repo failed to import (or the worker died): a collection error
+                    if isinstance(e, (KeyboardInterrupt, SystemExit)):
+                        raise
+                    namespaces[path] = e
+                    run.collection_errors += 1
+            loaded = namespaces[path]
+            if isinstance(loaded, BaseException):
+                run.cases[nodeid] = CaseOutcome("error", f"the test file did not load: {type(loaded).__name__}",
+                                                _failure(files[path], loaded).text)
+                continue
+            fn = loaded.get(name)
+            if not isinstance(fn, types.FunctionType) or name not in test_names(files[path].source):
+                run.cases[nodeid] = CaseOutcome("error", "no such test")
+                continue
+            try:
+                fn()
+                run.cases[nodeid] = CaseOutcome("passed")
+            except (Refused, TaskDeadline):
+                raise
+            except (KeyboardInterrupt, SystemExit):
+                raise
+            except BaseException as e:  # AssertionError, the repo's exceptions, WorkerLost, ExactValueRequired
+                run.cases[nodeid] = _failure(files[path], e)
+    except Refused as e:
+        run.valid, run.refused = False, str(e)
+        run.reason = f"the repo's worker broke the grading protocol: {e}"
+    except TaskDeadline:
+        run.valid, run.reason = False, f"tests timed out after {timeout:.0f}s"
+    finally:
+        if worker is not None:
+            worker.close()
+            run.calls += worker.calls
+    run.duration_s = time.monotonic() - start
+    return run
