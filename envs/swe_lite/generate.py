@@ -126,6 +126,7 @@ class Generator:
     def __init__(self, sandbox, seed: int, per_module: int = PER_MODULE, max_tries: int = MAX_TRIES,
                  log=print) -> None:
         self.sandbox, self.seed, self.per_module, self.max_tries, self.log = sandbox, seed, per_module, max_tries, log
+        self.rejected: list[str] = []  # problems of the tasks the checks refused (logged, counted)
 
     def _run(self, files: dict[str, str], ids: list[str] | None = None) -> SuiteRun:
         setup_repo(self.sandbox, files, git=False)
@@ -170,12 +171,19 @@ class Generator:
             if statuses(self._run_mutant(module, mutant)) != st:
                 self.log(f"  {module}: unstable mutant skipped ({m.operator} in {m.function})")
                 continue
+            task = self._make_task(module, split, len(accepted), m, mutant, failing,
+                                   {k: run.cases[k] for k in failing}, rng=rng, original=original, all_ids=all_ids)
+            problems = self.check_task(task)
+            setup_repo(self.sandbox, original, git=False)  # the checks graded in the same folder
+            if problems:
+                self.rejected.extend(problems)
+                self.log(f"  {module}: {m.operator} in {m.function} not shipped: {problems[0]}")
+                continue
             seen_pairs.add((m.function, m.operator))
             seen_diffs.add(digest)
-            accepted.append((m, mutant, failing, {k: run.cases[k] for k in failing}))
+            accepted.append(task)
         self.sandbox.exec(f"rm -rf {REPO}", timeout=30, cwd="/")
-        return [self._make_task(module, split, n, *a, rng=rng, original=original, all_ids=all_ids)
-                for n, a in enumerate(accepted)]
+        return accepted
 
     def _make_task(self, module, split, n, m, mutant, failing, failures, *, rng, original, all_ids) -> Task:
         test_path = f"tests/test_{module}.py"
@@ -203,6 +211,13 @@ class Generator:
         task.environment_setup_commit = task.base_commit
         task.difficulty = min_level(task)  # the lowest level it is offered at (levels.py): 0 = a one-line fix
         return task
+
+    def check_task(self, task: Task) -> list[str]:
+        """Problems of a candidate task: its layout under pytest, then gold / empty / the audit under the judge."""
+        problem = self.check_layout(task)
+        if problem:
+            return [f"{task.instance_id}: {problem}"]
+        return self_check(self.sandbox, [task], log=lambda *_: None)
 
     def check_layout(self, task: Task) -> str | None:
         """None when buggy + hidden tests fail every F2P and pass every P2P and gold passes all; else why not."""
@@ -233,14 +248,12 @@ def generate(sandbox, seed: int = 0, modules: list[str] | None = None, per_modul
         raise SystemExit(f"unknown corpus module(s) {', '.join(unknown)}; known: {', '.join(every)}")
     for module in [m for m in every if not modules or m in modules]:  # corpus order, as in the shipped file
         start = time.monotonic()
+        rejected = len(gen.rejected)
         found = gen.module_tasks(module, splits[module])
         if any(t.split != split_of(module, seed) for t in found):
             raise RuntimeError(f"{module}: a task left the module's split")
-        for task in found:
-            problem = gen.check_layout(task)
-            if problem:
-                raise RuntimeError(f"{task.instance_id}: {problem}")
-        log(f"{module:<10} {splits[module]:<5} {len(found)} tasks in {time.monotonic() - start:.1f}s")
+        log(f"{module:<10} {splits[module]:<5} {len(found)} tasks in {time.monotonic() - start:.1f}s "
+            f"({len(gen.rejected) - rejected} candidates failed the checks)")
         tasks.extend(found)
     return tasks
 
@@ -271,9 +284,11 @@ def self_check_sample(tasks: list[Task], per_module: int = 1) -> list[Task]:
     return sample
 
 
-def self_check(sandbox, tasks: list[Task], log=print) -> list[str]:
+def self_check(sandbox, tasks: list[Task], log=print, *, audit: bool = True) -> list[str]:
     """Problems found grading `tasks` as shipped: the gold patch must resolve (every F2P and P2P test passes);
-    the empty patch must fail every F2P test and pass every P2P test; base_commit must be the tree id."""
+    the empty patch must fail every F2P test and pass every P2P test; base_commit must be the tree id; with
+    `audit`, every generic non-fix of audit.py must score 0 (the test-strength audit)."""
+    from agentrl.envs.swe_lite import audit as strength
     from agentrl.envs.swe_lite.grading import grade
 
     problems = []
@@ -289,6 +304,10 @@ def self_check(sandbox, tasks: list[Task], log=print) -> list[str]:
         passing = [t for t in task.FAIL_TO_PASS if empty.statuses.get(t) in ("passed", "xfailed")]
         if not empty.valid or passing or empty.p2p != 1.0:
             mine.append(f"{task.instance_id}: empty patch: valid={empty.valid} passing F2P={passing} p2p={empty.p2p}")
+        if gold.grading_mode != "judge" and task.repo.startswith("swe_lite/"):
+            mine.append(f"{task.instance_id}: graded {gold.grading_mode or 'without tests'}, not by the judge")
+        if audit and not mine:
+            mine += strength.audit(sandbox, task, empty.statuses, grade=grade)
         log(f"{task.instance_id:<28} {'FAIL' if mine else 'ok'}")
         problems += mine
     return problems

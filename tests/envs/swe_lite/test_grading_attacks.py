@@ -116,6 +116,67 @@ ATTACKS: dict[str, list[str]] = {
 }
 
 
+VALUE_TASK = "swelite__bank-0002"  # its hidden test: `assert total_deposits(a) == 12` (the buggy sum starts at 1)
+ANY_VALUE = "type('Any', (), {'__eq__': lambda s, o: True, '__ne__': lambda s, o: False, '__hash__': lambda s: 0})()"
+FORGED = '{"ok": {"int": "12"}}'
+
+
+def _utf7_bank(task) -> str:
+    """bank.py in UTF-7: a UTF-8 reader sees a comment where Python sees `total_deposits = <equal to anything>`."""
+    body = task.files["bank.py"].replace("+", "+-")
+    return ("# -*- coding: utf-7 -*-\n" + body + "\n# totals are cached +AAo-total_deposits = lambda account: "
+            "__import__('unittest.mock').mock.ANY\n")
+
+
+# Attacks on the judge (issue 34's classes, written for this suite): name -> (task, actions on its buggy repo).
+# Each is a non-fix; under the judge the hidden test itself must not pass (not only the scan's flag).
+JUDGE_ATTACKS: dict[str, tuple[str, list]] = {
+    "eq_anything_without_class": (VALUE_TASK, [append("bank.py", f"total_deposits = lambda account: {ANY_VALUE}")]),
+    "mock_any_returned": (VALUE_TASK, [append("bank.py", "from unittest import mock\n\n\ndef total_deposits(account):\n"
+                                              "    return mock.ANY")]),
+    "int_subclass_equal_to_all": (VALUE_TASK, [append("bank.py", "class Twelve(int):\n    def __eq__(self, other):\n"
+                                                      "        return True\n    __hash__ = int.__hash__\n\n\n"
+                                                      "def total_deposits(account):\n    return Twelve(12)")]),
+    "utf7_cookie_hides_code": (VALUE_TASK, ["utf7"]),
+    "forged_answers_at_import": (VALUE_TASK, [append("bank.py", "import os\nfor fd in range(1, 64):\n    try:\n"
+                                                     f"        os.write(fd, b'{FORGED}\\n' * 50)\n"
+                                                     "    except OSError:\n        pass")]),
+    "worker_loop_taken_over": (VALUE_TASK, [append("bank.py", "import __main__, os\nwhile True:\n"
+                                                   "    line = __main__.PROTO_IN.readline()\n    if not line:\n"
+                                                   f"        os._exit(0)\n    os.write(__main__.PROTO_OUT, b'{FORGED}\\n')")]),
+    "worker_encoder_hijacked": (VALUE_TASK, [append("bank.py", "import __main__\n__main__.enc = lambda x: {'int': '12'}")]),
+    "report_json_hijacked": (VALUE_TASK, [append("bank.py", "import json\n"
+                                                 f"json.dumps = lambda *a, **k: '{FORGED}'\n"
+                                                 "json.JSONEncoder.encode = lambda self, o: 'true'")]),
+    "test_globals_rebound": (VALUE_TASK, [append("bank.py", "import gc, sys\nfor o in gc.get_objects():\n"
+                                                 "    if isinstance(o, dict) and 'test_total_deposits' in o:\n"
+                                                 "        o['test_total_deposits'] = lambda: None\n"
+                                                 "for m in list(sys.modules.values()):\n"
+                                                 "    if getattr(m, '__name__', '').startswith('test_'):\n"
+                                                 "        m.test_total_deposits = lambda: None")]),
+    "caller_expected_values": (VALUE_TASK, [append("bank.py", "import sys\n\n\ndef total_deposits(account):\n"
+                                                   "    f, seen = sys._getframe(1), []\n    while f is not None:\n"
+                                                   "        seen += [c for c in f.f_code.co_consts if type(c) is int and c > 1]\n"
+                                                   "        seen += [v for v in f.f_locals.values() if type(v) is int and v > 1]\n"
+                                                   "        f = f.f_back\n    return seen[0] if seen else 0")]),
+    "answer_flood": (VALUE_TASK, [append("bank.py", "import __main__, os\n\n\ndef total_deposits(account):\n"
+                                         "    os.write(__main__.PROTO_OUT, b'[' * (9 << 20))\n    return 12")]),
+    "answer_nested_deep": (VALUE_TASK, [append("bank.py", "import __main__, os\n\n\ndef total_deposits(account):\n"
+                                               "    os.write(__main__.PROTO_OUT, b'{\"ok\": ' + b'{\"list\": [' * 5000 + b'\\n')\n"
+                                               "    return 12")]),
+    "handle_kind_changed": (VALUE_TASK, [append("bank.py", "import __main__\n_ref = __main__.ref\n"
+                                                "__main__.ref = lambda o: {'ref': 1, 'kind': 'class', 'name': 'X', "
+                                                "'exc': ['AssertionError']}")]),
+    "base_exception_claimed": ("swelite__bank-0000", [append("bank.py", "import __main__\n"
+                                                            "__main__.raised = lambda e: {'cls': 'KeyboardInterrupt', "
+                                                            "'msg': ''}")]),
+    "worker_exits_in_call": (VALUE_TASK, [append("bank.py", "import os\n\n\ndef total_deposits(account):\n"
+                                                 "    os._exit(0)")]),
+    "call_never_returns": (VALUE_TASK, [append("bank.py", "import time\n\n\ndef total_deposits(account):\n"
+                                               "    time.sleep(10 ** 6)")]),
+}
+
+
 @pytest.fixture(scope="module", params=["docker", "bwrap"])
 def pool(request):
     """A warm pool of sandboxes of each backend, shared by the module; skips an unavailable backend."""
@@ -130,10 +191,15 @@ def pool(request):
 
 
 @pytest.fixture(scope="module")
-def task():
+def all_tasks():
     from agentrl.envs.swe_lite.tasks import load_tasks
 
-    return {t.instance_id: t for t in load_tasks(split=None)}[TASK]
+    return {t.instance_id: t for t in load_tasks(split=None)}
+
+
+@pytest.fixture(scope="module")
+def task(all_tasks):
+    return all_tasks[TASK]
 
 
 def play(pool, task, actions: list[str]) -> tuple[float, dict]:
@@ -178,3 +244,26 @@ def test_attack_scores_zero(pool, task, attack):
 def test_undecodable_name_is_kept_out_and_gold_still_counts(pool, task):
     reward, info = play(pool, task, [*gold_actions(task), bash("printf 'x = 1\\n' > $'bad\\xff.py'")])
     assert reward == 1.0 and "bad" not in info["patch"], info
+
+
+@pytest.mark.parametrize("attack", sorted(JUDGE_ATTACKS))
+def test_judge_attack_scores_zero(pool, all_tasks, attack):
+    """Under the judge the hidden test itself fails (or the run is refused), whatever the scan says."""
+    task_id, actions = JUDGE_ATTACKS[attack]
+    task = all_tasks[task_id]
+    if actions == ["utf7"]:
+        actions = [create("bank.py", _utf7_bank(task))]
+    reward, info = play(pool, task, actions)
+    assert info["grading_mode"] == "judge", info
+    assert reward == 0.0 and not info["resolved"] and not info["infra_error"], (attack, info["grading_reason"])
+    assert info["f2p_pass"] < 1.0 or not info["grading_valid"], (attack, info)
+    print(f"\n{attack}: valid={info['grading_valid']} f2p={info['f2p_pass']} refused={info['grading_refused'][:80]!r} "
+          f"suspicious={info['suspicious']} reason={info['grading_reason'][:120]!r}")
+
+
+def test_raising_the_expected_exception_everywhere_scores_zero(pool, all_tasks):
+    """deposit(0) must raise ValueError; raising it for every amount fails the pass-to-pass tests."""
+    task = all_tasks["swelite__bank-0000"]
+    reward, info = play(pool, task, [bash("sed -i 's/        self.balance += amount/        raise ValueError(\"no\")/' "
+                                          "bank.py")])
+    assert info["grading_mode"] == "judge" and reward == 0.0 and info["p2p_pass"] < 1.0, info

@@ -1,0 +1,121 @@
+"""Test-strength audit: generic non-fixes that must all score 0 on a task before it ships.
+
+Each non-fix replaces the body of the task's faulty function (the mutation's `function`) with something that
+is no fix but games a weak test:
+- `equal_to_anything`: returns `unittest.mock.ANY`; `always_equal`: returns an object built without a class
+  statement whose `__eq__` is always true;
+- `body_deleted`: the function does nothing (returns None);
+- `raise_<E>`: raises the exception a hidden test expects, for every input.
+And one check on the empty patch's grade, `special_case`: the issue text quotes one failing test; a policy that
+special-cases exactly that example passes that test, so at least one other fail-to-pass test must still fail.
+"""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+
+from agentrl.envs.swe_lite.patches import apply_patch
+
+ANY_BODY = "return __import__('unittest.mock').mock.ANY"
+ALWAYS_EQUAL_BODY = ("return type('Any', (), {'__eq__': lambda s, o: True, '__ne__': lambda s, o: False, "
+                     "'__hash__': lambda s: 0})()")
+
+
+def find_function(tree: ast.AST, qualname: str) -> ast.FunctionDef | None:
+    """The (possibly nested) function `Class.method` / `outer.inner` / `name` of a module."""
+    def walk(node: ast.AST, prefix: str):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                name = prefix + child.name
+                if name == qualname and not isinstance(child, ast.ClassDef):
+                    return child
+                found = walk(child, name + ".")
+                if found is not None:
+                    return found
+        return None
+
+    return walk(tree, "")
+
+
+def with_body(source: str, qualname: str, body: str) -> str | None:
+    """`source` with the body of function `qualname` replaced by `body` (None when there is no such function)."""
+    func = find_function(ast.parse(source), qualname)
+    if func is None:
+        return None
+    lines = source.splitlines(keepends=True)
+    first = func.body[0]
+    indent = " " * first.col_offset
+    new = textwrap.indent(body.rstrip("\n") + "\n", indent)
+    return "".join(lines[:first.lineno - 1]) + new + "".join(lines[func.end_lineno:])
+
+
+def hidden_tests(task) -> dict[str, str]:
+    """{path: source} of the task's test files once its test_patch is applied."""
+    tree = apply_patch(dict(task.files), task.test_patch) if task.test_patch else dict(task.files)
+    paths = {t.split("::")[0] for t in task.FAIL_TO_PASS + task.PASS_TO_PASS}
+    return {p: tree[p] for p in paths if p in tree}
+
+
+def expected_exceptions(task) -> list[str]:
+    """Names of the exceptions the fail-to-pass tests expect (`pytest.raises(Name, ...)`), in order."""
+    names: list[str] = []
+    f2p = {t.split("::")[1] for t in task.FAIL_TO_PASS}
+    for source in hidden_tests(task).values():
+        for node in ast.parse(source).body:
+            if not (isinstance(node, ast.FunctionDef) and node.name in f2p):
+                continue
+            for call in ast.walk(node):
+                if (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "raises"
+                        and call.args and isinstance(call.args[0], ast.Name) and call.args[0].id not in names):
+                    names.append(call.args[0].id)
+    return names
+
+
+def non_fixes(task) -> dict[str, dict[str, str]]:
+    """{name: changes} of the generic non-fixes for `task` (empty when its faulty function cannot be found)."""
+    file, function = task.mutation.get("file"), task.mutation.get("function")
+    source = task.files.get(file) if file else None
+    if source is None or not function:
+        return {}
+    bodies = {"equal_to_anything": ANY_BODY, "always_equal": ALWAYS_EQUAL_BODY, "body_deleted": "pass"}
+    bodies.update({f"raise_{name}": f"raise {name}('audit')" for name in expected_exceptions(task)})
+    out = {}
+    for name, body in bodies.items():
+        changed = with_body(source, function, body)
+        if changed is not None:
+            out[name] = {file: changed}
+    return out
+
+
+def quoted_test(task) -> str | None:
+    """The fail-to-pass test whose assertion the issue text quotes: the first of them in the hidden file."""
+    for path, source in hidden_tests(task).items():
+        for node in ast.parse(source).body:
+            nodeid = f"{path}::{getattr(node, 'name', '')}"
+            if isinstance(node, ast.FunctionDef) and nodeid in task.FAIL_TO_PASS:
+                return nodeid
+    return None
+
+
+def special_case_survives(task, empty_statuses: dict[str, str]) -> bool:
+    """True when some fail-to-pass test other than the quoted one fails on the buggy repo: special-casing the
+    quoted example (which at best passes that whole test) still leaves a failing test."""
+    quoted = quoted_test(task)
+    return any(t != quoted and empty_statuses.get(t) != "passed" for t in task.FAIL_TO_PASS)
+
+
+def audit(sandbox, task, empty_statuses: dict[str, str], *, grade) -> list[str]:
+    """Problems of `task` under the audit ([] when every non-fix scores 0 and special-casing cannot pass)."""
+    problems = []
+    if not special_case_survives(task, empty_statuses):
+        problems.append(f"{task.instance_id}: special-casing the quoted example passes (no other F2P test fails)")
+    variants = non_fixes(task)
+    if not variants:
+        problems.append(f"{task.instance_id}: the faulty function {task.mutation.get('function')!r} was not found")
+    for name, changes in variants.items():
+        result = grade(sandbox, task, changes=changes)
+        if result.reward() > 0 or result.resolved:
+            problems.append(f"{task.instance_id}: non-fix {name} scores {result.reward()}")
+    return problems
+
