@@ -265,7 +265,7 @@ def judge_check(sandbox, module: str) -> dict[str, str]:
 
     files = module_files(module)
     test_path = f"tests/test_{module}.py"
-    ids = [f"{test_path}::{name}" for name in judge.test_names(files[test_path])]
+    ids = [f"{test_path}::{name}" for name in judge.names_of_tests(files[test_path])]
     run, refused = judge_run(sandbox, files, [test_path], ids, timeout=VALIDATION_TIMEOUT_S,
                              cpu_limit_s=VALIDATION_CPU_S)
     if not run.valid:

@@ -503,12 +503,12 @@ PYTEST.raises = raises
 
 
 # ---------------------------------------------------------------------- running the tests
-def test_names(source: str) -> list[str]:
+def names_of_tests(source: str) -> list[str]:
     """The top-level `test_*` functions of a test file, in file order."""
     return [n.name for n in ast.parse(source).body if isinstance(n, ast.FunctionDef) and n.name.startswith("test")]
 
 
-class TestFile:
+class SuiteFile:
     """A task's test file, compiled once; loaded into a fresh namespace for each worker."""
 
     def __init__(self, path: str, source: str) -> None:
@@ -546,7 +546,7 @@ class TestFile:
         return f"{self.path}:{line}: {self.lines[line - 1].strip()}"
 
 
-def _failure(test_file: TestFile, exc: BaseException) -> CaseOutcome:
+def _failure(test_file: SuiteFile, exc: BaseException) -> CaseOutcome:
     kind = type(exc).__name__
     text = f"{test_file.where(exc.__traceback__)}\nE   {kind}: {_text_of(exc)[:2000]}"
     return CaseOutcome("failed", f"{kind}: {_text_of(exc)[:500]}", text)
@@ -567,7 +567,7 @@ def judge_tests(sandbox, test_sources: dict[str, str], ids: list[str], *, cwd: s
     for path in dict.fromkeys(i.split("::")[0] for i in ids):
         if path in test_sources:
             try:
-                files[path] = TestFile(path, test_sources[path])
+                files[path] = SuiteFile(path, test_sources[path])
             except SyntaxError as e:
                 run.log.append(f"{path}: {e}")
     worker: Worker | None = None
@@ -601,7 +601,7 @@ def judge_tests(sandbox, test_sources: dict[str, str], ids: list[str], *, cwd: s
                                                 _failure(files[path], loaded).text)
                 continue
             fn = loaded.get(name)
-            if not isinstance(fn, types.FunctionType) or name not in test_names(files[path].source):
+            if not isinstance(fn, types.FunctionType) or name not in names_of_tests(files[path].source):
                 run.cases[nodeid] = CaseOutcome("error", "no such test")
                 continue
             try:
