@@ -3,15 +3,18 @@
     python -m agentrl.envs.swe_lite.generate                          # writes envs/swe_lite/data/tasks.jsonl
     python -m agentrl.envs.swe_lite.generate --modules rle --check     # compare one module with the shipped file
     python -m agentrl.envs.swe_lite.generate --check                   # regenerate everything and compare
-    python -m agentrl.envs.swe_lite.generate --self-check              # grade every shipped task: gold / empty
+    python -m agentrl.envs.swe_lite.generate --self-check              # grade every shipped task: gold / empty / audit
+    python -m agentrl.envs.swe_lite.generate --judge-check             # each module's own tests under the judge
 
 Per module (each with its own RNG, seeded by (seed, module), so any subset regenerates identically):
 1. run the full suite on the original in the sandbox: every test must pass;
-2. shuffle the mutation candidates; for each, run the suite on the mutant and keep it when it has 1..5
+2. shuffle the mutation candidates; for each, run the suite on the mutant and go on when it has MIN_F2P..MAX_F2P
    failing tests (fail-to-pass), at least one passing (pass-to-pass), no collection error, the same
    outcome on a second run, and a new (function, operator) pair and diff;
 3. move the failing tests into tests/test_<module>_hidden.py (the test_patch); the visible file keeps the rest;
-4. re-check the final layout: buggy + hidden tests fails every F2P and passes every P2P; gold passes all.
+4. check the task and keep it only if it passes: under pytest, buggy + hidden tests fails every F2P and passes
+   every P2P and gold passes all; under the judge, `self_check` (gold resolves, empty fails, the test-strength
+   audit of audit.py finds no non-fix that scores).
 
 Splits are by module and a property of the module alone: `split_of(module, seed)` hashes (seed, name) into
 100 buckets (test < 20 <= dev < 35 <= train), so every task of a module lands in the same split, and adding

@@ -332,8 +332,11 @@ def score(run: SuiteRun, fail_to_pass: list[str], pass_to_pass: list[str]) -> tu
 
 
 def grade(sandbox, task, final_files: dict[str, bytes] | None = None, *, changes: dict[str, str | None] | None = None,
-          timeout: float = 120.0) -> Grade:
+          timeout: float = 120.0, mode: str = "auto") -> Grade:
     """Grade the agent's final tree (or explicit `changes`) for `task` in `sandbox`, which must be fresh.
+
+    `mode`: "auto" grades by the judge where `grading_mode` allows it; "in_process" forces the pytest harness
+    (to compare the two); "judge" is refused for a task the judge cannot take.
 
     Never raises for what the agent did: every such outcome is a Grade of 0 with a reason. Raises
     SandboxError only when the sandbox itself fails (ours to retry or mask).
@@ -356,7 +359,10 @@ def grade(sandbox, task, final_files: dict[str, bytes] | None = None, *, changes
                             start=start)
     ids = list(dict.fromkeys(task.FAIL_TO_PASS + task.PASS_TO_PASS))
     test_files = sorted({t.split("::")[0] for t in ids if t.split("::")[0] in tree})
-    mode, refused = grading_mode(task, tree, test_files), ""
+    allowed = grading_mode(task, tree, test_files)
+    if mode not in ("auto", *MODES) or (mode == "judge" and allowed != "judge"):
+        raise ValueError(f"grading mode {mode!r} is not available for {task.instance_id} (it allows {allowed!r})")
+    mode, refused = (allowed if mode == "auto" else mode), ""
     if mode == "judge":
         run, refused = judge_run(sandbox, tree, test_files, ids, timeout=timeout)
     else:
