@@ -9,10 +9,13 @@ before dropping to the sandbox's own unprivileged host uid (20001+, one per live
 file; RLIMIT_NPROC then counts only this sandbox). /workspace and /tmp are two host tmpfs mounts of their
 configured sizes. rlimits (`prlimit`) still cap each process (address space, CPU seconds, file size, files);
 a host-side deadline SIGKILLs the process group and, with its own PID namespace, the whole tree dies with it.
-bwrap's arguments travel through a file descriptor (`--args`), so PID 1's cmdline shows no host path.
-This needs root (cgroups, tmpfs mounts, uid switching): as another user the backend refuses to start.
-Unlike Docker, nothing runs between execs (background processes end with their command), and there is no
-seccomp filter; `gaps()` lists what this host cannot give, logged when the first sandbox starts.
+Every command runs under the seccomp filter of sandboxes/seccomp.py (`--seccomp FD`; bwrap loads it last, just
+before it execs the command, so its own setup is unfiltered): Docker's default deny list, plus ptrace and
+process_vm_* between the sandbox's processes; on an architecture without a syscall table the backend refuses.
+bwrap's arguments and the filter travel through file descriptors (`--args`, `--seccomp`), so PID 1's cmdline
+shows no host path. This needs root (cgroups, tmpfs mounts, uid switching): as another user the backend
+refuses to start. Unlike Docker, nothing runs between execs (background processes end with their command);
+`gaps()` lists what this host cannot give, logged when the first sandbox starts.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ import uuid
 from collections.abc import Mapping
 from pathlib import Path
 
-from agentrl.sandboxes import reaper
+from agentrl.sandboxes import reaper, seccomp
 from agentrl.sandboxes.base import ExecResult, FileOpsMixin, SandboxConfig, SandboxConfigError
 from agentrl.sandboxes.cgroups import JOIN_SCRIPT, Cgroup, parents
 from agentrl.sandboxes.image import rootfs_path, rootfs_ready
@@ -54,6 +57,10 @@ def bwrap_available() -> str | None:
     if os.geteuid() != 0:
         return _needs_root()
     try:
+        seccomp.build_filter()
+    except seccomp.UnsupportedArch as e:
+        return str(e)
+    try:
         r = subprocess.run(["bwrap", "--ro-bind", "/", "/", "--unshare-all", "--unshare-user", "--disable-userns",
                             "true"], capture_output=True, timeout=10)
     except subprocess.TimeoutExpired:
@@ -66,8 +73,7 @@ def bwrap_available() -> str | None:
 
 def gaps(cgroup: Cgroup | None, rootfs: Path | None) -> list[str]:
     """The guarantee rows this backend gives less of than Docker on this host (said once at start-up)."""
-    out = ["bwrap: no seccomp syscall filter (Docker applies its default profile); nested user namespaces "
-           "are disabled instead"]
+    out = []
     if cgroup is None:
         out.append("bwrap: cgroups disabled: no per-sandbox memory, pids or CPU limit (rlimits only)")
     elif cgroup.version == "v1" and not (cgroup.dirs["memory"] / "memory.memsw.limit_in_bytes").exists():
@@ -113,6 +119,7 @@ class BwrapSandbox(FileOpsMixin):
         if rootfs is None and rootfs_ready("python"):
             rootfs = rootfs_path("python")
         self.rootfs = Path(rootfs) if rootfs else None
+        self._filter = seccomp.build_filter()  # UnsupportedArch before anything is made: no filter, no sandbox
         self.id = f"{reaper.SESSION_ID}-{uuid.uuid4().hex[:8]}"
         self.created_at = time.monotonic()
         self.uses = 0
@@ -169,9 +176,13 @@ class BwrapSandbox(FileOpsMixin):
         timeout = float(timeout or c.timeout_s)
         argv = ["bash", "-c", cmd] if isinstance(cmd, str) else list(cmd)
         args_fd = os.memfd_create("agentrl-bwrap-args")
+        filter_fd = os.memfd_create("agentrl-bwrap-seccomp")
         try:
-            os.write(args_fd, b"".join(a.encode() + b"\0" for a in self._bwrap_args(cwd or c.workdir, env or {})))
+            args = [*self._bwrap_args(cwd or c.workdir, env or {}), "--seccomp", str(filter_fd)]
+            os.write(args_fd, b"".join(a.encode() + b"\0" for a in args))
             os.lseek(args_fd, 0, os.SEEK_SET)
+            os.write(filter_fd, self._filter)
+            os.lseek(filter_fd, 0, os.SEEK_SET)
             full = [*prlimit_argv(c, timeout, nproc=True), "bwrap", "--args", str(args_fd), "--", *argv]
             if self._cgroup is not None:  # join the cgroup as root, then drop to the sandbox uid
                 full = ["sh", "-c", JOIN_SCRIPT, "agentrl-cgroup", *self._cgroup.procs_files(), "--",
@@ -182,9 +193,10 @@ class BwrapSandbox(FileOpsMixin):
             self.uses += 1
             res = run_process(full, config=c, timeout=timeout, max_output_bytes=max_output_bytes or c.max_output_bytes,
                               stdin=stdin.encode() if isinstance(stdin, str) else stdin, cwd="/", env={},
-                              pass_fds=(args_fd,), **kwargs)
+                              pass_fds=(args_fd, filter_fd), **kwargs)
         finally:
             os.close(args_fd)
+            os.close(filter_fd)
         if res.exit_code == 125 and res.raw.startswith(b"agentrl-cgroup:"):
             raise SandboxDead(f"bwrap sandbox {self.id}: {res.output.strip()[:200]}")
         return res
