@@ -41,6 +41,7 @@ from agentrl.sandboxes.base import (
     make_result,
 )
 from agentrl.sandboxes.cgroups import Cgroup, cgroup_of_pid
+from agentrl.sandboxes.dialogue import Dialogue
 from agentrl.sandboxes.docker_engine import DockerUnavailable, docker_client, remove_container
 from agentrl.sandboxes.image import image_tag, require_image
 
@@ -136,7 +137,7 @@ class DockerSandbox(FileOpsMixin):
 
     # ------------------------------------------------------------------ exec
     def exec(self, cmd: str | list[str], *, timeout: float | None = None, cwd: str | None = None,
-             env: Mapping[str, str] | None = None, stdin: bytes | str | None = None,
+             env: Mapping[str, str] | None = None, stdin: bytes | str | Dialogue | None = None,
              max_output_bytes: int | None = None) -> ExecResult:
         """Run `cmd` as the agent uid under `timeout -s KILL`; output merged and head+tail capped.
 
@@ -146,7 +147,8 @@ class DockerSandbox(FileOpsMixin):
                 and the result has timed_out=True and exit code 137.
             cwd: working directory (default config.workdir).
             env: extra environment variables.
-            stdin: bytes fed to the command's stdin (then closed); use it for file contents, never argv.
+            stdin: bytes fed to the command's stdin (then closed); use it for file contents, never argv. A
+                Dialogue keeps stdin open for a conversation (dialogue.py); its abort kills like the deadline.
             max_output_bytes: bytes of output kept (first and last half); past config.output_kill_bytes the
                 command is killed.
 
@@ -163,6 +165,7 @@ class DockerSandbox(FileOpsMixin):
         argv = seccomp.loader_argv(self._filter, argv)  # everything the command starts runs under the filter
         if isinstance(stdin, str):
             stdin = stdin.encode()
+        dialogue = stdin if isinstance(stdin, Dialogue) else None
         self._check_open()
         self.uses += 1
         t0 = time.monotonic()
@@ -176,14 +179,17 @@ class DockerSandbox(FileOpsMixin):
         raw_sock = getattr(sock, "_sock", sock)
         cap = OutputCap(max_output_bytes or c.max_output_bytes)
         done, flooded = threading.Event(), threading.Event()
-        reader = threading.Thread(target=self._read_frames, args=(raw_sock, cap, done, flooded), daemon=True)
+        reader = threading.Thread(target=self._read_frames, args=(raw_sock, cap, done, flooded, dialogue), daemon=True)
         reader.start()
-        if stdin is not None:
+        if dialogue is not None:
+            threading.Thread(target=dialogue.pump, args=(raw_sock.sendall, lambda: raw_sock.shutdown(socket.SHUT_WR)),
+                             daemon=True).start()
+        elif stdin is not None:
             threading.Thread(target=_send_stdin, args=(raw_sock, stdin), daemon=True).start()
         watchdog_fired = False
         deadline = t0 + timeout + c.kill_grace_s
         while not done.wait(min(0.25, max(0.0, deadline - time.monotonic()))):
-            if flooded.is_set() or time.monotonic() >= deadline:
+            if flooded.is_set() or time.monotonic() >= deadline or (dialogue and dialogue.aborted.is_set()):
                 watchdog_fired = True
                 self._kill_agent_processes()
                 if not done.wait(10.0):
@@ -208,7 +214,8 @@ class DockerSandbox(FileOpsMixin):
             exit_code = 137
         return make_result(cap, exit_code, timed_out, duration, flooded.is_set())
 
-    def _read_frames(self, sock, cap: OutputCap, done: threading.Event, flooded: threading.Event) -> None:
+    def _read_frames(self, sock, cap: OutputCap, done: threading.Event, flooded: threading.Event,
+                     dialogue: Dialogue | None = None) -> None:
         """Reader thread: parse the engine's multiplexed frames (8-byte header: stream, 0,0,0, big-endian size)."""
         buf = bytearray()
         try:
@@ -224,6 +231,8 @@ class DockerSandbox(FileOpsMixin):
                     size = struct.unpack(">I", buf[4:8])[0]
                     if len(buf) < 8 + size:
                         break
+                    if buf[0] in (1, 2) and dialogue is not None:
+                        dialogue.feed(bytes(buf[8:8 + size]))
                     if buf[0] in (1, 2) and not flooded.is_set():
                         cap.feed(bytes(buf[8:8 + size]))
                         if cap.total > self.config.output_kill_bytes:
@@ -232,6 +241,8 @@ class DockerSandbox(FileOpsMixin):
         except OSError:
             pass
         finally:
+            if dialogue is not None:
+                dialogue.finish()
             done.set()
 
     def _exit_code(self, exec_id: str) -> int | None:

@@ -199,10 +199,10 @@ def test_bwrap_as_non_root_is_refused_naming_the_fix():
 def test_bwrap_says_what_it_cannot_give_at_start_up(caplog, monkeypatch):
     monkeypatch.setattr(bwrap_backend, "_said", False)
     with caplog.at_level(logging.WARNING, logger="agentrl.sandboxes.bwrap_backend"):
-        with BwrapSandbox(small_config()):
-            pass
+        with BwrapSandbox(small_config()) as sb:
+            gaps = bwrap_backend.gaps(sb.cgroup(), sb.rootfs)
     said = [r.getMessage() for r in caplog.records]
-    assert any("no seccomp syscall filter" in m for m in said), said
+    assert said == gaps and not any("seccomp" in m for m in said), said  # the seccomp gap is closed
 
 
 @needs_docker
