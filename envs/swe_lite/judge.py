@@ -27,6 +27,7 @@ import types
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from agentrl.errors import SandboxError
 from agentrl.sandboxes.dialogue import Dialogue
 
 WORKER = (Path(__file__).parent / "worker.py").read_text()
@@ -56,6 +57,10 @@ class WorkerLost(JudgeError):
 
 class TaskDeadline(JudgeError):
     """The run's own deadline passed: the run is invalid (timed out)."""
+
+
+class SandboxFailed(JudgeError):
+    """The sandbox under the worker failed (the backend's SandboxError): ours to retry or mask, not a test failure."""
 
 
 class ExactValueRequired(JudgeError):
@@ -155,6 +160,12 @@ class Worker:
             raise Refused(f"an answer too long: {e}") from None
         if line is None:
             self.lost = True
+            try:  # the exec's own end: a sandbox that died under the worker raises there
+                self.dialogue.wait(30.0)
+            except SandboxError as e:
+                raise SandboxFailed(e) from e
+            except Exception:
+                pass
             raise WorkerLost("the worker ended")
         try:
             msg = json.loads(line)
@@ -558,7 +569,8 @@ def judge_tests(sandbox, test_sources: dict[str, str], ids: list[str], *, cwd: s
 
     The repo's files must already be in the sandbox (and its tests need not be: they are never read there).
     One worker serves the tests in order; a test that loses it (crash, deadline) fails and the next starts a
-    new one. A refused answer or the run's deadline makes the run invalid.
+    new one. A refused answer or the run's deadline makes the run invalid. Raises the backend's SandboxError
+    when the sandbox itself died under the worker (grading.grade's callers tell the repo's doing from ours).
     """
     start = time.monotonic()
     deadline = start + timeout
@@ -588,7 +600,7 @@ def judge_tests(sandbox, test_sources: dict[str, str], ids: list[str], *, cwd: s
             if path not in namespaces:
                 try:
                     namespaces[path] = files[path].load(worker)
-                except (Refused, TaskDeadline):
+                except (Refused, TaskDeadline, SandboxFailed):
                     raise
                 except BaseException as e:  # the repo failed to import (or the worker died): a collection error
                     if isinstance(e, (KeyboardInterrupt, SystemExit)):
@@ -607,9 +619,7 @@ def judge_tests(sandbox, test_sources: dict[str, str], ids: list[str], *, cwd: s
             try:
                 fn()
                 run.cases[nodeid] = CaseOutcome("passed")
-            except (Refused, TaskDeadline):
-                raise
-            except (KeyboardInterrupt, SystemExit):
+            except (Refused, TaskDeadline, SandboxFailed, KeyboardInterrupt, SystemExit):
                 raise
             except BaseException as e:  # AssertionError, the repo's exceptions, WorkerLost, ExactValueRequired
                 run.cases[nodeid] = _failure(files[path], e)
@@ -618,6 +628,8 @@ def judge_tests(sandbox, test_sources: dict[str, str], ids: list[str], *, cwd: s
         run.reason = f"the repo's worker broke the grading protocol: {e}"
     except TaskDeadline:
         run.valid, run.reason = False, f"tests timed out after {timeout:.0f}s"
+    except SandboxFailed as e:
+        raise e.args[0] from None
     finally:
         if worker is not None:
             worker.close()

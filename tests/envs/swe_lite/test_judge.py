@@ -219,3 +219,18 @@ def test_the_tests_never_enter_the_sandbox(sandbox):
     run, refused = judge_run(sandbox, {"mod.py": module, "tests/test_mod.py": tests}, ["tests/test_mod.py"],
                              ["tests/test_mod.py::test_look"], timeout=60)
     assert run.valid and not refused and run.cases["tests/test_mod.py::test_look"].status == "passed", run
+
+
+def test_a_sandbox_that_dies_under_the_worker_is_our_fault_not_a_failed_test(docker_backend):
+    """The container removed while a test waits on the worker: judge_tests raises SandboxError (grading's
+    callers then retry or mask it), never a test failure that would train as reward 0."""
+    import threading
+
+    from agentrl.errors import SandboxError
+    from agentrl.sandboxes import open_sandbox
+
+    module = "import time\n\n\ndef slow():\n    time.sleep(600)\n"
+    with open_sandbox(docker_backend) as sb:
+        threading.Timer(2.0, sb.kill).start()
+        with pytest.raises(SandboxError):
+            judge(sb, module, "from mod import slow\n\n\ndef test_slow():\n    slow()\n", call_timeout=60)
