@@ -5,7 +5,7 @@ For each task (by default the first of every corpus module) both modes grade the
 patch; the bench prints the median seconds per grade of each mode, their ratio (judge / harness), and any task
 whose verdicts differ between the modes (none is expected).
 
-Run: .venv/bin/python bench/grading_cost.py [--per-module 1] [--backend docker] [--rounds 2]
+Run: .venv/bin/python bench/grading_cost.py [--per-module 1] [--backend docker] [--rounds 2] [--tasks PATH]
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ def main() -> None:
     parser.add_argument("--per-module", type=int, default=1, help="tasks per corpus module")
     parser.add_argument("--backend", default="docker", help="docker | bwrap")
     parser.add_argument("--rounds", type=int, default=2, help="times each (task, patch, mode) is graded")
+    parser.add_argument("--tasks", default=None, help="a tasks JSONL (default: the shipped corpus)")
     args = parser.parse_args()
     warnings.simplefilter("ignore")
     from agentrl.envs.swe_lite.generate import self_check_sample
@@ -29,7 +30,7 @@ def main() -> None:
     from agentrl.envs.swe_lite.tasks import load_tasks
     from agentrl.sandboxes import open_sandbox
 
-    tasks = self_check_sample(load_tasks(split=None), args.per_module)
+    tasks = self_check_sample(load_tasks(args.tasks, split=None), args.per_module)
     times: dict[str, list[float]] = {"judge": [], "in_process": []}
     disagree = []
     with open_sandbox(args.backend) as sb:
