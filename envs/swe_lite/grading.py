@@ -257,7 +257,7 @@ def run_tests(sandbox, test_cmd: str, test_ids: list[str] | None = None, *, time
     return run
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _corpus_statements(module: str) -> frozenset[str] | None:
     """The top-level statements (as ast dumps) of a corpus module's test file; None for no such module."""
     path = CORPUS / module / "tests" / f"test_{module}.py"

@@ -27,8 +27,9 @@ import types
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agentrl.errors import SandboxError
 from agentrl.sandboxes.dialogue import Dialogue
+
+from agentrl.errors import SandboxError
 
 WORKER = (Path(__file__).parent / "worker.py").read_text()
 MAX_LINE = 8 << 20  # bytes of one answer
@@ -240,7 +241,7 @@ class Worker:
             raise Refused("a tagged value with extra keys")
         (tag, body), = v.items()
         if tag == "int":
-            if type(body) is not str or not re.fullmatch(r"-?[0-9]{1,%d}" % MAX_INT_DIGITS, body):
+            if type(body) is not str or not re.fullmatch(rf"-?[0-9]{{1,{MAX_INT_DIGITS}}}", body):
                 raise Refused("a malformed int")
             return int(body)
         if tag == "float":

@@ -6,7 +6,6 @@ from __future__ import annotations
 import time
 
 import pytest
-
 from agentrl.sandboxes.dialogue import Dialogue
 
 ECHO = "import sys\nfor line in sys.stdin:\n    sys.stdout.write(str(int(line) * 2) + '\\n')\n    sys.stdout.flush()\n"

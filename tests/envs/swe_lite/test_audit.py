@@ -6,7 +6,6 @@ import ast
 import dataclasses
 
 import pytest
-
 from agentrl.envs.swe_lite import audit
 from agentrl.envs.swe_lite.grading import grading_mode
 from agentrl.envs.swe_lite.patches import apply_patch

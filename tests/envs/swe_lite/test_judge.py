@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from agentrl.envs.swe_lite.grading import REPO, setup_repo
 from agentrl.envs.swe_lite.judge import judge_tests, names_of_tests
 
@@ -226,8 +225,9 @@ def test_a_sandbox_that_dies_under_the_worker_is_our_fault_not_a_failed_test(doc
     callers then retry or mask it), never a test failure that would train as reward 0."""
     import threading
 
-    from agentrl.errors import SandboxError
     from agentrl.sandboxes import open_sandbox
+
+    from agentrl.errors import SandboxError
 
     module = "import time\n\n\ndef slow():\n    time.sleep(600)\n"
     with open_sandbox(docker_backend) as sb:
