@@ -191,8 +191,10 @@ def any_sandbox(request):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("mode", ["in_process", "judge"])
 @pytest.mark.parametrize("attack", sorted(RUNTIME))
-def test_harness_alone_scores_runtime_attacks_zero(any_sandbox, tasks, attack, monkeypatch):
+def test_harness_alone_scores_runtime_attacks_zero(any_sandbox, tasks, attack, mode, monkeypatch):
+    """With the static scan switched off, the in-process harness and the judge each hold on their own."""
     from agentrl.envs.swe_lite import grading
 
     monkeypatch.setattr(grading.tampering, "findings", lambda *a: [])
@@ -204,8 +206,11 @@ def test_harness_alone_scores_runtime_attacks_zero(any_sandbox, tasks, attack, m
             "        self.balance += amount", "        if amount <= 0:\n            __import__('pytest').xfail('x')\n"
             "        self.balance += amount", 1)}
     changes = spec if isinstance(spec, dict) else {"bank.py": task.files["bank.py"] + "\n" + spec}
-    result = grading.grade(any_sandbox, task, changes=changes, timeout=60)
+    result = grading.grade(any_sandbox, task, changes=changes, timeout=60, mode=mode)
     assert result.reward() == 0.0 and not result.resolved, (attack, result.reason, result.statuses)
+    assert result.grading_mode == mode and (result.f2p < 1.0 or not result.valid), result
+    if mode == "judge":
+        return
     if attack == "sys_path_front":
         assert not result.valid and "sys.path" in result.reason, result.reason
     if attack.startswith(("pytest_py", "stdlib")):

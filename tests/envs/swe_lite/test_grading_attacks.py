@@ -12,7 +12,7 @@ import pytest
 from agentrl.tool_calls import format_call
 
 pytestmark = pytest.mark.slow
-TASK = "swelite__bank-0000"
+TASK = "swelite__bank-0000"  # deposit's guard removed: `Account("ann").deposit(0)` must raise ValueError
 # Writes an all-passing JUnit report for every node id on the command line, prints a fake harness frame, exits 0
 # (the issue's exploit, made generic): what a runner, a start-up hook or an exit hook of the repo would do.
 FORGE = ("import os, sys\nids = [a for a in sys.argv if '::' in a]\n"
@@ -116,7 +116,7 @@ ATTACKS: dict[str, list[str]] = {
 }
 
 
-VALUE_TASK = "swelite__bank-0002"  # its hidden test: `assert total_deposits(a) == 12` (the buggy sum starts at 1)
+VALUE_TASK = "total_deposits"  # a bank task whose bug is in total_deposits (its hidden tests compare sums)
 ANY_VALUE = "type('Any', (), {'__eq__': lambda s, o: True, '__ne__': lambda s, o: False, '__hash__': lambda s: 0})()"
 FORGED = '{"ok": {"int": "12"}}'
 
@@ -167,7 +167,7 @@ JUDGE_ATTACKS: dict[str, tuple[str, list]] = {
     "handle_kind_changed": (VALUE_TASK, [append("bank.py", "import __main__\n_ref = __main__.ref\n"
                                                 "__main__.ref = lambda o: {'ref': 1, 'kind': 'class', 'name': 'X', "
                                                 "'exc': ['AssertionError']}")]),
-    "base_exception_claimed": ("swelite__bank-0000", [append("bank.py", "import __main__\n"
+    "base_exception_claimed": (TASK, [append("bank.py", "import __main__\n"
                                                             "__main__.raised = lambda e: {'cls': 'KeyboardInterrupt', "
                                                             "'msg': ''}")]),
     "worker_exits_in_call": (VALUE_TASK, [append("bank.py", "import os\n\n\ndef total_deposits(account):\n"
@@ -227,7 +227,7 @@ def gold_actions(task) -> list[str]:
 
 def test_gold_scores_one_and_empty_zero(pool, task):
     reward, info = play(pool, task, gold_actions(task))
-    assert reward == 1.0 and info["resolved"] and not info["suspicious"], info
+    assert reward == 1.0 and info["resolved"] and not info["suspicious"] and info["grading_mode"] == "judge", info
     reward, info = play(pool, task, [])
     assert reward == 0.0 and info["grading_valid"] and info["p2p_pass"] == 1.0 and info["f2p_pass"] == 0.0, info
 
@@ -237,6 +237,7 @@ def test_attack_scores_zero(pool, task, attack):
     reward, info = play(pool, task, ATTACKS[attack])
     assert reward == 0.0 and not info["resolved"], (attack, info["grading_reason"], info["findings"])
     assert not info["infra_error"], info  # an agent's doing is scored, never masked
+    assert info["f2p_pass"] < 1.0 or not info["grading_valid"], info  # the tests themselves held, not only the scan
     print(f"\n{attack}: valid={info['grading_valid']} suspicious={info['suspicious']} "
           f"reason={info['grading_reason'][:160]!r}")
 
@@ -250,7 +251,8 @@ def test_undecodable_name_is_kept_out_and_gold_still_counts(pool, task):
 def test_judge_attack_scores_zero(pool, all_tasks, attack):
     """Under the judge the hidden test itself fails (or the run is refused), whatever the scan says."""
     task_id, actions = JUDGE_ATTACKS[attack]
-    task = all_tasks[task_id]
+    task = all_tasks[task_id] if task_id in all_tasks else next(
+        t for t in all_tasks.values() if t.repo == "swe_lite/bank" and t.mutation["function"] == task_id)
     if actions == ["utf7"]:
         actions = [create("bank.py", _utf7_bank(task))]
     reward, info = play(pool, task, actions)
@@ -263,7 +265,7 @@ def test_judge_attack_scores_zero(pool, all_tasks, attack):
 
 def test_raising_the_expected_exception_everywhere_scores_zero(pool, all_tasks):
     """deposit(0) must raise ValueError; raising it for every amount fails the pass-to-pass tests."""
-    task = all_tasks["swelite__bank-0000"]
+    task = all_tasks[TASK]
     reward, info = play(pool, task, [bash("sed -i 's/        self.balance += amount/        raise ValueError(\"no\")/' "
                                           "bank.py")])
     assert info["grading_mode"] == "judge" and reward == 0.0 and info["p2p_pass"] < 1.0, info
