@@ -135,6 +135,9 @@ def symptom_only(statement: str) -> str:
     text = _CODE_BLOCK.sub("\n\n", statement)
     text = "\n".join(line for line in text.splitlines() if not _BLOCK_INTRO.match(line.strip()))
     text = _INLINE.sub(lambda m: f"`{name}`" if (name := _called(m.group(1))) else m.group(0), text)
+    text = re.sub(r"`([^`]*)`", lambda m: "another value" if "\n" in m.group(1) else m.group(0), text)  # a literal
+    # quoted over several lines of the test would repeat them
+    text = re.sub(r" \(assert [^\n]*\)(?=\.)", "", text)  # an assertion quoted as the error: it would run
     return re.sub(r"\n{3,}", "\n\n", text).strip()
 
 

@@ -20,6 +20,7 @@ from agentrl.envs.swe_lite.generate import (
     split_of,
     split_tests,
 )
+from agentrl.envs.swe_lite.statements import public_names
 from agentrl.envs.swe_lite.tasks import DEFAULT_TASKS, read_jsonl
 
 
@@ -33,7 +34,12 @@ def test_corpus_size_and_stdlib_only():
         assert not imports, f"{module}.py must be pure stdlib with no imports"
         tests = [n for n in ast.parse(files[f"tests/test_{module}.py"]).body
                  if isinstance(n, ast.FunctionDef) and n.name.startswith("test")]
-        assert 8 <= len(tests) <= 25, module
+        assert 8 <= len(tests) <= 80, module
+        functions = [n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in public_names(
+            files[f"{module}.py"])]
+        for name in functions:  # several tests (inputs) per public function: a fix must fix the function
+            using = [t.name for t in tests if any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(t))]
+            assert len(using) >= 3, f"{module}.{name} is used by {len(using)} tests"
     assert not list(CORPUS.rglob("*.pyc"))
 
 

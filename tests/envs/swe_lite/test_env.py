@@ -127,7 +127,8 @@ def test_tampering_does_not_score(make_env, tasks, attack):
     _, reward, terminated, _, info = env.step(format_call("submit", {}))
     assert terminated and reward == 0.0 and not info["resolved"] and not info["infra_error"], info
     if attack == "exit_at_import":
-        assert info["suspicious"] and not info["grading_valid"]
+        # under the judge the worker dies at import: every test fails (a collection error), flagged by the scan too
+        assert info["suspicious"] and info["grading_mode"] == "judge" and info["f2p_pass"] == info["p2p_pass"] == 0.0
 
 
 def test_dead_sandbox_is_an_infra_error(make_env):

@@ -7,6 +7,7 @@ import re
 
 import pytest
 from agentrl.envs.swe_lite import expert
+from agentrl.envs.swe_lite.generate import MAX_F2P, MIN_F2P
 from agentrl.envs.swe_lite.tasks import TaskError, load_swebench, load_tasks, task_from_dict
 
 
@@ -34,7 +35,7 @@ def test_no_module_appears_in_two_splits(tasks):
 
 def test_tasks_hide_fail_to_pass_tests_and_never_name_them(tasks):
     for t in tasks:
-        assert 1 <= len(t.FAIL_TO_PASS) <= 5 and t.PASS_TO_PASS, t.instance_id
+        assert MIN_F2P <= len(t.FAIL_TO_PASS) <= MAX_F2P and t.PASS_TO_PASS, t.instance_id
         hidden = {f.split("::")[0] for f in t.FAIL_TO_PASS}
         assert not hidden & set(t.files), f"{t.instance_id}: F2P test file shipped in files"
         for f in t.FAIL_TO_PASS:
