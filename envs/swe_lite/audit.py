@@ -17,6 +17,8 @@ import textwrap
 
 from agentrl.envs.swe_lite.patches import apply_patch
 
+from agentrl import safe_ast
+
 ANY_BODY = "return __import__('unittest.mock').mock.ANY"
 ALWAYS_EQUAL_BODY = ("return type('Any', (), {'__eq__': lambda s, o: True, '__ne__': lambda s, o: False, "
                      "'__hash__': lambda s: 0})()")
@@ -40,7 +42,7 @@ def find_function(tree: ast.AST, qualname: str) -> ast.FunctionDef | None:
 
 def with_body(source: str, qualname: str, body: str) -> str | None:
     """`source` with the body of function `qualname` replaced by `body` (None when there is no such function)."""
-    func = find_function(ast.parse(source), qualname)
+    func = find_function(safe_ast.parse(source), qualname)
     if func is None:
         return None
     lines = source.splitlines(keepends=True)
@@ -62,7 +64,7 @@ def expected_exceptions(task) -> list[str]:
     names: list[str] = []
     f2p = {t.split("::")[1] for t in task.FAIL_TO_PASS}
     for source in hidden_tests(task).values():
-        for node in ast.parse(source).body:
+        for node in safe_ast.parse(source).body:
             if not (isinstance(node, ast.FunctionDef) and node.name in f2p):
                 continue
             for call in ast.walk(node):
@@ -91,7 +93,7 @@ def non_fixes(task) -> dict[str, dict[str, str]]:
 def quoted_test(task) -> str | None:
     """The fail-to-pass test whose assertion the issue text quotes: the first of them in the hidden file."""
     for path, source in hidden_tests(task).items():
-        for node in ast.parse(source).body:
+        for node in safe_ast.parse(source).body:
             nodeid = f"{path}::{getattr(node, 'name', '')}"
             if isinstance(node, ast.FunctionDef) and nodeid in task.FAIL_TO_PASS:
                 return nodeid

@@ -32,6 +32,8 @@ from pathlib import Path
 from agentrl.envs.swe_lite import judge, tampering
 from agentrl.envs.swe_lite.patches import PatchError, apply_patch, make_diff
 
+from agentrl import safe_ast
+
 REPO = "/workspace/repo"
 GIT_ENV = {"GIT_AUTHOR_NAME": "swe_lite", "GIT_AUTHOR_EMAIL": "swe_lite@localhost",
            "GIT_COMMITTER_NAME": "swe_lite", "GIT_COMMITTER_EMAIL": "swe_lite@localhost",
@@ -263,7 +265,7 @@ def _corpus_statements(module: str) -> frozenset[str] | None:
     path = CORPUS / module / "tests" / f"test_{module}.py"
     if not re.fullmatch(r"[a-z_][a-z0-9_]*", module) or not path.is_file():
         return None
-    return frozenset(ast.dump(node) for node in ast.parse(path.read_text()).body)
+    return frozenset(ast.dump(node) for node in safe_ast.parse(path.read_text()).body)
 
 
 def grading_mode(task, tree: dict[str, str], test_files: list[str]) -> str:
@@ -277,7 +279,7 @@ def grading_mode(task, tree: dict[str, str], test_files: list[str]) -> str:
         return "in_process"
     for path in test_files:
         try:
-            body = ast.parse(tree[path]).body
+            body = safe_ast.parse(tree[path]).body
         except (KeyError, SyntaxError, ValueError):
             return "in_process"
         if any(ast.dump(node) not in known for node in body):

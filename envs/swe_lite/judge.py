@@ -29,6 +29,7 @@ from pathlib import Path
 
 from agentrl.sandboxes.dialogue import Dialogue
 
+from agentrl import safe_ast
 from agentrl.errors import SandboxError
 
 WORKER = (Path(__file__).parent / "worker.py").read_text()
@@ -517,7 +518,7 @@ PYTEST.raises = raises
 # ---------------------------------------------------------------------- running the tests
 def names_of_tests(source: str) -> list[str]:
     """The top-level `test_*` functions of a test file, in file order."""
-    return [n.name for n in ast.parse(source).body if isinstance(n, ast.FunctionDef) and n.name.startswith("test")]
+    return [n.name for n in safe_ast.parse(source).body if isinstance(n, ast.FunctionDef) and n.name.startswith("test")]
 
 
 class SuiteFile:
@@ -527,6 +528,7 @@ class SuiteFile:
         self.path, self.source = path, source
         self.lines = source.splitlines()
         self.code = compile(source, path, "exec", dont_inherit=True)
+        self.tests = set(names_of_tests(source))
 
     def load(self, worker: Worker) -> dict:
         """Execute the file with imports of repo modules answered by `worker`."""
@@ -614,7 +616,7 @@ def judge_tests(sandbox, test_sources: dict[str, str], ids: list[str], *, cwd: s
                                                 _failure(files[path], loaded).text)
                 continue
             fn = loaded.get(name)
-            if not isinstance(fn, types.FunctionType) or name not in names_of_tests(files[path].source):
+            if not isinstance(fn, types.FunctionType) or name not in files[path].tests:
                 run.cases[nodeid] = CaseOutcome("error", "no such test")
                 continue
             try:
