@@ -60,8 +60,8 @@ def matmul_gflops(n: int = 2048, reps: int = 5) -> float:
 
 
 def profile_update(model, optimizer, batch, ucfg) -> None:
-    """Where one update's time goes, per micro-batch layout (same batch, same run): forward to the last hidden
-    state, chunked logprobs, loss + backward, clip + AdamW. Weights are restored after each layout."""
+    """Where one update's time goes (on a batch of its own): forward to the last hidden state, chunked logprobs,
+    loss + backward, clip + AdamW. The weights are restored afterwards."""
     from agentrl.trainer.batch import build_minibatch, microbatches
     from agentrl.trainer.logprobs import token_logprobs_from_hidden
     from agentrl.trainer.losses import loss_normalizer, policy_loss
@@ -71,38 +71,37 @@ def profile_update(model, optimizer, batch, ucfg) -> None:
     saved = {k: v.clone() for k, v in model.state_dict().items()}
     print(f"profile: {mb.num_tokens} tokens in {len(mb.segment_bounds)} rows (longest "
           f"{max(e - s for s, e in mb.segment_bounds)}), budget {ucfg.micro_batch_tokens}")
-    for layout in ("packed", "rows"):
-        micros = microbatches(mb, ucfg.micro_batch_tokens, layout=layout)
-        t = {"forward": 0.0, "logprobs": 0.0, "backward": 0.0, "clip+step": 0.0}
-        optimizer.zero_grad(set_to_none=True)
-        for micro in micros:
-            s, e = micro.start, micro.end
-            t0 = time.perf_counter()
-            out = model.base_model(input_ids=micro.input_ids, position_ids=micro.position_ids,
-                                   attention_mask=micro.attention_mask, use_cache=False).last_hidden_state
-            hidden = out[micro.valid] if micro.valid is not None else out[0]
-            t1 = time.perf_counter()
-            lp, _ = token_logprobs_from_hidden(hidden, model.get_output_embeddings().weight, mb.targets[s:e],
-                                               chunk=ucfg.logprob_chunk, entropy=True)
-            t2 = time.perf_counter()
-            loss, _ = policy_loss(ucfg.loss, lp, lp.detach(), mb.advantages[s:e], mb.loss_mask[s:e],
-                                  traj_index=mb.traj_index[s:e], norm=norm, cfg=ucfg.loss_cfg)
-            loss.backward()
-            t3 = time.perf_counter()
-            t["forward"] += t1 - t0
-            t["logprobs"] += t2 - t1
-            t["backward"] += t3 - t2
+    micros = microbatches(mb, ucfg.micro_batch_tokens)
+    t = {"forward": 0.0, "logprobs": 0.0, "backward": 0.0, "clip+step": 0.0}
+    optimizer.zero_grad(set_to_none=True)
+    for micro in micros:
+        s, e = micro.start, micro.end
         t0 = time.perf_counter()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), ucfg.grad_clip)
-        optimizer.step()
-        t["clip+step"] = time.perf_counter() - t0
-        optimizer.zero_grad(set_to_none=True)
-        model.load_state_dict(saved)
-        total = sum(t.values())
-        shape = "×".join(str(x) for x in micros[0].input_ids.shape)
-        print(f"  {layout:6s} {len(micros)} micro-batch(es), first {shape}: total {total:.1f} s = "
-              + ", ".join(f"{k} {v:.1f} s ({v / total:.0%})" for k, v in t.items())
-              + f"; {mb.num_tokens / total:.1f} tok/s")
+        out = model.base_model(input_ids=micro.input_ids, position_ids=micro.position_ids,
+                               use_cache=False).last_hidden_state
+        hidden = out[micro.valid]
+        t1 = time.perf_counter()
+        lp, _ = token_logprobs_from_hidden(hidden, model.get_output_embeddings().weight, mb.targets[s:e],
+                                           chunk=ucfg.logprob_chunk, entropy=True)
+        t2 = time.perf_counter()
+        loss, _ = policy_loss(ucfg.loss, lp, lp.detach(), mb.advantages[s:e], mb.loss_mask[s:e],
+                              traj_index=mb.traj_index[s:e], norm=norm, cfg=ucfg.loss_cfg)
+        loss.backward()
+        t3 = time.perf_counter()
+        t["forward"] += t1 - t0
+        t["logprobs"] += t2 - t1
+        t["backward"] += t3 - t2
+    t0 = time.perf_counter()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), ucfg.grad_clip)
+    optimizer.step()
+    t["clip+step"] = time.perf_counter() - t0
+    optimizer.zero_grad(set_to_none=True)
+    model.load_state_dict(saved)
+    total = sum(t.values())
+    shape = "×".join(str(x) for x in micros[0].input_ids.shape)
+    print(f"  {len(micros)} micro-batch(es), first {shape}: total {total:.1f} s = "
+          + ", ".join(f"{k} {v:.1f} s ({v / total:.0%})" for k, v in t.items())
+          + f"; {mb.num_tokens / total:.1f} tok/s")
 
 
 async def main(args) -> None:
@@ -169,6 +168,6 @@ if __name__ == "__main__":
     p.add_argument("--steps", type=int, default=6)
     p.add_argument("--model", default="smollm2-135m-instruct")
     p.add_argument("--json", default=None, help="also write the means as JSON here (bench/peer/compare_trl.py reads it)")
-    p.add_argument("--profile", action="store_true", help="first break one update down by phase and layout")
+    p.add_argument("--profile", action="store_true", help="first break one update down by phase")
     p.add_argument("overrides", nargs="*", help="extra dotted config overrides")
     asyncio.run(main(p.parse_args()))

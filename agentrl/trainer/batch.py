@@ -6,12 +6,10 @@ last position of each segment predicts nothing (mask 0). Micro-batches are conti
 layout, so any per-token tensor computed over the whole mini-batch (π_old, correction weights) is sliced,
 never recomputed.
 
-Two layouts of a micro-batch's forward, both exact (attention never crosses segments):
-- "rows" (default): one right-padded row per segment, no attention mask, so attention takes the fused causal
-  kernel (SDPA is_causal) at O(Σ L²) cost; the budget counts padded positions (rows × longest row).
-- "packed": all segments in one row with a dense (T, T) block-diagonal causal mask: no padding, but the
-  attention's cost and its saved probabilities grow with T² of the whole micro-batch (the 135M model's
-  2k-token fwd+bwd measured 45.7 s packed vs 32.8 s in rows on 2 cores, issue 20).
+A micro-batch's forward takes one right-padded row per segment and no attention mask, so attention never crosses
+segments and takes the fused causal kernel (SDPA is_causal) at O(Σ L²) cost; the budget counts padded positions
+(rows × longest row). One packed row with a block-diagonal mask would save the padding but cost O(T²) in the
+whole micro-batch's length T.
 """
 
 from __future__ import annotations
@@ -49,10 +47,9 @@ class MicroBatch:
 
     start: int
     end: int
-    input_ids: Tensor  # (R, L): rows layout, one right-padded row per segment; packed layout (1, T)
+    input_ids: Tensor  # (R, L): one right-padded row per segment
     position_ids: Tensor  # (R, L) restart at 0 for every segment
-    attention_mask: Tensor | None  # packed: (1, 1, T, T) bool block-diagonal causal; rows: None (causal kernel)
-    valid: Tensor | None = None  # rows: (R, L) bool, True on real tokens; hidden[valid] is in flat order
+    valid: Tensor  # (R, L) bool, True on real tokens; hidden[valid] is in flat order
 
 
 def build_minibatch(trajectories: list[Trajectory], advantages: list[float]) -> MiniBatch:
@@ -87,37 +84,10 @@ def build_minibatch(trajectories: list[Trajectory], advantages: list[float]) -> 
     )
 
 
-def plan_microbatches(segment_bounds: list[tuple[int, int]], token_budget: int) -> list[tuple[int, int]]:
-    """Greedy contiguous packing of segments into slices of at most token_budget tokens.
-
-    A segment longer than the budget gets a slice of its own (segments are never split: attention needs
-    the whole prefix), so memory is bounded by max(token_budget, longest segment).
-    """
-    plans: list[tuple[int, int]] = []
-    start = end = None
-    for s, e in segment_bounds:
-        if start is not None and e - start > token_budget:
-            plans.append((start, end))
-            start = None
-        if start is None:
-            start = s
-        end = e
-    if start is not None:
-        plans.append((start, end))
-    return plans
-
-
-def block_causal_mask(lengths: list[int]) -> Tensor:
-    """(1, 1, T, T) bool mask: causal within each segment, nothing across segments."""
-    seg = torch.repeat_interleave(torch.arange(len(lengths)), torch.tensor(lengths))
-    total = int(seg.numel())
-    causal = torch.ones(total, total, dtype=torch.bool).tril_()
-    return (causal & (seg[:, None] == seg[None, :]))[None, None]
-
-
 def plan_rows(segment_bounds: list[tuple[int, int]], token_budget: int) -> list[tuple[int, int]]:
     """Greedy contiguous grouping of segments into padded row blocks of at most token_budget positions
-    (rows × longest row); a segment longer than the budget gets a block of its own."""
+    (rows × longest row); a segment longer than the budget gets a block of its own (segments are never split:
+    attention needs the whole prefix)."""
     plans: list[tuple[int, int]] = []
     start = end = None
     rows = longest = 0
@@ -133,16 +103,11 @@ def plan_rows(segment_bounds: list[tuple[int, int]], token_budget: int) -> list[
     return plans
 
 
-def microbatches(mb: MiniBatch, token_budget: int, layout: str = "rows", *, share_prefix: bool = False,
-                 ) -> list[MicroBatch]:
-    """Cut a MiniBatch into MicroBatches: right-padded rows (default) or packed with a block-diagonal mask.
+def microbatches(mb: MiniBatch, token_budget: int, *, share_prefix: bool = False) -> list[MicroBatch]:
+    """Cut a MiniBatch into MicroBatches of right-padded rows.
 
     share_prefix: the rows' budget counts a prefix several rows share once, as the shared-prefix forward computes
     it (agentrl.trainer.prefix.plan_shared_rows); pass it only when that forward will run."""
-    if layout == "packed":
-        return [_packed(mb, start, end) for start, end in plan_microbatches(mb.segment_bounds, token_budget)]
-    if layout != "rows":
-        raise ValueError(f"unknown micro-batch layout {layout!r}; use rows or packed")
     if share_prefix:
         from agentrl.trainer.prefix import (
             plan_shared_rows,  # prefix.py types its arguments with this module's
@@ -158,13 +123,6 @@ def _segment_lengths(mb: MiniBatch, start: int, end: int) -> list[int]:
     return [e - s for s, e in mb.segment_bounds if s >= start and e <= end]
 
 
-def _packed(mb: MiniBatch, start: int, end: int) -> MicroBatch:
-    lengths = _segment_lengths(mb, start, end)
-    positions = torch.cat([torch.arange(n) for n in lengths])
-    return MicroBatch(start=start, end=end, input_ids=mb.input_ids[start:end][None], position_ids=positions[None],
-                      attention_mask=block_causal_mask(lengths))
-
-
 def _rows(mb: MiniBatch, start: int, end: int) -> MicroBatch:
     lengths = torch.tensor(_segment_lengths(mb, start, end))
     width = int(lengths.max())
@@ -172,7 +130,7 @@ def _rows(mb: MiniBatch, start: int, end: int) -> MicroBatch:
     ids = torch.zeros(len(lengths), width, dtype=torch.long)
     ids[valid] = mb.input_ids[start:end]  # row-major fill = flat order
     positions = torch.arange(width).expand(len(lengths), width)
-    return MicroBatch(start=start, end=end, input_ids=ids, position_ids=positions, attention_mask=None, valid=valid)
+    return MicroBatch(start=start, end=end, input_ids=ids, position_ids=positions, valid=valid)
 
 
 def slice_trajectories(mb: MiniBatch, lo: int, hi: int) -> tuple[MiniBatch, int, int]:

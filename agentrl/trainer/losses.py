@@ -273,7 +273,6 @@ LOSS_SPECS: dict[str, LossSpec] = {
     "dppo": LossSpec(dppo, LossConfig(dual_clip_c=None)),
 }
 LOSSES: dict[str, LossFn] = {name: spec.fn for name, spec in LOSS_SPECS.items()}
-LOSS_PRESETS: dict[str, LossConfig] = {name: spec.preset for name, spec in LOSS_SPECS.items()}
 
 
 def policy_loss(

@@ -134,11 +134,6 @@ class RolloutPipeline:
         if self._tasks:
             await asyncio.wait(list(self._tasks), timeout=self.timeout_s)
 
-    @property
-    def in_flight(self) -> int:
-        """Tickets running now."""
-        return len(self._running)
-
     # ---- producer ----
 
     def _admit(self) -> None:

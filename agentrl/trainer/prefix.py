@@ -38,7 +38,7 @@ on the layers for the call.
 A guard counts the cache calls of every layer; if a transformers version dropped the cache anyway (the suffix
 rows would not have seen their prefix), the micro-batch is recomputed by the plain path and sharing is turned off
 for that model with a warning, never a wrong forward. Attention implementations other than sdpa and eager
-(flash-attention takes no dense mask) and the packed layout keep the plain path.
+(flash-attention takes no dense mask) keep the plain path.
 """
 
 from __future__ import annotations
@@ -169,7 +169,7 @@ def sharing_supported(model) -> bool:
 def shared_prefix_hidden(model, micro: MicroBatch, *, min_prefix: int = MIN_PREFIX) -> Tensor | None:
     """Final hidden states (T, H) of a rows-layout micro-batch in flat order, each shared prefix computed once;
     None when nothing is shared (or sharing cannot run here), and the caller takes the plain path."""
-    if micro.valid is None or micro.attention_mask is not None or not sharing_supported(model):
+    if not sharing_supported(model):
         return None
     lengths = micro.valid.sum(1).tolist()
     groups = plan_shared_prefixes(micro.input_ids, lengths, min_prefix)

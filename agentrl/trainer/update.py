@@ -94,10 +94,10 @@ def policy_logprobs(
     hidden = shared_prefix_hidden(model, micro) if share_prefix else None  # (T, H), None: nothing shared
     if hidden is None:
         hidden = model.base_model(
-            input_ids=micro.input_ids, position_ids=micro.position_ids, attention_mask=micro.attention_mask,
+            input_ids=micro.input_ids, position_ids=micro.position_ids,
             use_cache=False,  # training forwards never reuse keys/values: building a cache only costs memory
         ).last_hidden_state  # (R, L, H)
-        hidden = hidden[micro.valid] if micro.valid is not None else hidden[0]  # (T, H) in flat order
+        hidden = hidden[micro.valid]  # (T, H) in flat order
     weight = model.get_output_embeddings().weight  # (V, H)
     if mask is None:
         return token_logprobs_from_hidden(hidden, weight, targets, temperature=temperature, chunk=chunk,

@@ -168,15 +168,6 @@ def apply_changes(files: dict[str, str], changes: dict[str, str | None]) -> dict
     return out
 
 
-def is_suspicious(patch: str) -> bool:
-    """Structural scan of a patch's added lines (tampering.hazards); grading scans whole files instead."""
-    added = "\n".join(line[1:] for line in patch.splitlines() if line.startswith("+") and not line.startswith("+++"))
-    return bool(tampering.hazards(added))
-
-
-_RANK = {"passed": 0, "skipped": 1, "xfailed": 1, "skipped_in_call": 2, "failed": 2, "error": 3}
-
-
 def pytest_args(test_cmd: str) -> list[str] | None:
     """The pytest options of a task's `test_cmd` (`python3 -m pytest -q ...` -> ['-q', ...]); None if not pytest."""
     try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from agentrl.models import load_model
-from agentrl.trainer.batch import block_causal_mask, build_minibatch, microbatches, plan_microbatches
+from agentrl.trainer.batch import build_minibatch, microbatches
 from agentrl.types import Segment, Trajectory
 
 
@@ -34,40 +34,10 @@ def test_minibatch_targets_are_next_tokens_with_their_masks():
     assert mb.advantages.tolist() == [0.5] * 7
 
 
-def test_plan_respects_budget_and_keeps_long_segments_whole():
-    bounds = [(0, 3), (3, 9), (9, 10), (10, 30), (30, 32)]
-    assert plan_microbatches(bounds, 10) == [(0, 10), (10, 30), (30, 32)]
-    assert plan_microbatches(bounds, 9) == [(0, 9), (9, 10), (10, 30), (30, 32)]
-    assert plan_microbatches(bounds, 1000) == [(0, 32)]
-
-
-def test_block_causal_mask_is_block_diagonal():
-    m = block_causal_mask([2, 3])[0, 0]
-    assert m[1, 0] and not m[0, 1]
-    assert not m[2, 1] and not m[4, 0]
-    assert m[4, 2] and m[4, 3] and m[4, 4]
-
-
-def test_packed_forward_equals_separate_forwards():
-    """Guards against attention leaking across packed trajectories (a silent loss corruption)."""
-    model = load_model("tiny")
-    g = torch.Generator().manual_seed(0)
-    trajs = [
-        _traj(i, [[(int(x), int(x) % 2) for x in torch.randint(1, 500, (n,), generator=g)]])
-        for i, n in enumerate([7, 5, 9])
-    ]
-    mb = build_minibatch(trajs, [1.0, -1.0, 0.0])
-    (micro,) = microbatches(mb, token_budget=64, layout="packed")
-    with torch.no_grad():
-        packed = model(micro.input_ids, position_ids=micro.position_ids, attention_mask=micro.attention_mask).logits[0]
-        for s, e in mb.segment_bounds:
-            alone = model(mb.input_ids[s:e][None]).logits[0]
-            torch.testing.assert_close(packed[s:e], alone, atol=1e-5, rtol=1e-5)
-
-
 def test_row_layout_forward_equals_separate_forwards_and_plans_padded_area():
-    """The default layout: one right-padded row per segment, no mask (fused causal attention); the real
-    tokens' outputs equal separate forwards, and the budget bounds rows × longest row."""
+    """Guards against attention leaking across trajectories (a silent loss corruption): one right-padded row per
+    segment, no mask (fused causal attention); the real tokens' outputs equal separate forwards, and the budget
+    bounds rows × longest row, a longer segment getting a block of its own."""
     from agentrl.trainer.batch import plan_rows
     from agentrl.trainer.update import policy_logprobs
 
@@ -82,12 +52,9 @@ def test_row_layout_forward_equals_separate_forwards_and_plans_padded_area():
     ]
     mb = build_minibatch(trajs, [1.0, -1.0, 0.0])
     (micro,) = microbatches(mb, token_budget=64)
-    assert micro.attention_mask is None and micro.input_ids.shape == (3, 9) and int(micro.valid.sum()) == 21
-    (packed,) = microbatches(mb, token_budget=64, layout="packed")
+    assert micro.input_ids.shape == (3, 9) and int(micro.valid.sum()) == 21
     with torch.no_grad():
         lp_rows, _ = policy_logprobs(model, micro, mb.targets, temperature=1.0, chunk=8)
-        lp_packed, _ = policy_logprobs(model, packed, mb.targets, temperature=1.0, chunk=8)
-        torch.testing.assert_close(lp_rows, lp_packed, atol=1e-5, rtol=1e-5)
         for s, e in mb.segment_bounds:
             alone = torch.log_softmax(model(mb.input_ids[s:e][None]).logits[0], -1)
             ref = alone.gather(-1, mb.targets[s:e, None])[:, 0]

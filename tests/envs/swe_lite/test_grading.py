@@ -12,7 +12,6 @@ from agentrl.envs.swe_lite.grading import (
     SuiteRun,
     agent_changes,
     is_allowed,
-    is_suspicious,
     pytest_args,
     read_frame,
     score,
@@ -65,11 +64,6 @@ def test_reward_is_resolved_unless_shaped():
     assert partial.reward() == 0.0 and partial.reward(shaped=True) == 0.5
     broken = Grade(resolved=False, f2p=0.5, p2p=0.9, resolution="NO", patch="", valid=True)
     assert broken.reward(shaped=True) == 0.0
-
-
-def test_suspicious_scan():
-    assert is_suspicious("+++ b/m.py\n+import os; os._exit(0)\n")
-    assert not is_suspicious("+++ b/m.py\n+x = a + b\n")
 
 
 EXPLOITS = {  # each is matched by its mechanism, whatever the spelling of names
