@@ -22,7 +22,6 @@ from agentrl.errors import SandboxError
 from agentrl.tool_calls import FormatError, function_tool
 from agentrl.types import Message, tool, user
 
-# The system prompt with these specs is 348 tokens (SmolLM2 tokenizer; test_prompt_budget.py holds it ≤ 350).
 BASH = function_tool("bash", "Run a shell command in the repo.", {"command": {"type": "string"}})
 EDITOR = function_tool(
     "str_replace_editor", "View or edit a file; old_str must occur once.",
@@ -35,7 +34,8 @@ SUBMIT = function_tool("submit", "Hidden tests grade the fix.", {})
 SYSTEM_PROMPT = ("Fix the bug in the issue in the Python repo /workspace/repo: edit the source, not the tests, "
                  "check the fix, then submit. One tool call per turn.")
 PROMPT_TOKENS = 348
-"""Tokens of the system message (prompt + tool specs + calling convention), SmolLM2 tokenizer."""
+"""Tokens of the system message (prompt + tool specs + calling convention), SmolLM2 tokenizer; the one place this
+count is written (tests/envs/swe_lite/test_prompt_budget.py checks it and holds it ≤ 350)."""
 
 
 class SweLiteEnv(AgentEnv):
@@ -46,7 +46,7 @@ class SweLiteEnv(AgentEnv):
     SWE-bench-style JSONL). The repo has one commit, no history and no bytecode. The issue is shown at a
     difficulty level (levels.py): 0 adds the faulty function's source (one-line fixes only), 1 is the issue as
     generated, 2 the symptom only; `level="auto"` starts at 0 and promotes on the recent resolved rate.
-    The system message (prompt + tool specs) is 348 tokens with the SmolLM2 tokenizer (PROMPT_TOKENS).
+    The system message (prompt + tool specs) is PROMPT_TOKENS tokens long with the SmolLM2 tokenizer.
     ## Actions
     One tool call per turn: `bash(command)`, `str_replace_editor(command, path, ...)`, `submit()`.
     ## Observations
@@ -65,7 +65,7 @@ class SweLiteEnv(AgentEnv):
     share), visibility ("hidden" | "visible"), max_steps, wall_clock_s, command_timeout_s, shaped_reward,
     grade_on_truncation, max_format_errors.
     ## Version History
-    v0: initial version; levels and the 348-token prompt added without a version bump (level 1 = v0's issue).
+    v0: initial version; levels and the shortened prompt added without a version bump (level 1 = v0's issue).
     """
 
     tools = (BASH, EDITOR, SUBMIT)
