@@ -27,7 +27,11 @@ class ModelConfig(_Section):
     name: str = "smollm2-135m-instruct"
     """Model to train: an alias (smollm2-135m-instruct, tiny), a local HF directory, or a hub id."""
     dtype: Literal["float32", "bfloat16", "float16"] = "float32"
-    """Parameter dtype for training and the embedded engine (fp32 on CPU)."""
+    """Parameter dtype of the trainer's weights (the master weights; AdamW state follows trainer.optimizer_state)."""
+    compute_dtype: Literal["auto", "float32", "bfloat16"] = "auto"
+    """Mixed precision: the dtype the transformer body's forward and backward run in (torch.autocast); the LM head,
+    log-softmax and loss stay fp32. auto: bfloat16 where the hardware has bf16 matrix units (CPU flags amx_bf16 or
+    avx512_bf16, or a CUDA device with bf16), else float32 (agentrl.precision). A resumed run keeps its dtype."""
     device: str = "cpu"
     """Torch device of the trainer and the embedded engine."""
     threads: int = Field(0, ge=0)
@@ -52,8 +56,11 @@ class RolloutConfig(_Section):
     """Embedded engine: requests decoded together. CPU kernels are not batch-invariant, so with near-flat
     distributions (a random model) ~1e-3 of sampled tokens depend on what else was batched; 1 makes every
     sample a function of its seed alone (bitwise), at the cost of throughput."""
+    engine_dtype: Literal["auto", "float32", "bfloat16"] = "auto"
+    """Embedded engine's dtype (auto: model.compute_dtype as resolved). bfloat16 decodes on a bf16 copy of the
+    weights (KV cache in bf16) with an fp32 LM head, so sampling and behaviour logprobs use fp32 logits."""
     packed_weights: bool = True
-    """Embedded engine, float32 on CPU: decode on oneDNN-packed copies of the linear weights (repacked at every
+    """Embedded engine on CPU: decode on oneDNN-packed copies of the linear weights (repacked at every
     weight sync), which skips MKL's per-call weight packing (bench/engine_throughput.py). Costs one more copy
     of those weights in memory (~0.5 GB for the 135M model); false for the leanest runs."""
     tasks_per_step: int = Field(4, ge=1)
@@ -74,6 +81,8 @@ class RolloutConfig(_Section):
     """Maximum tokens of the whole trajectory (prompt + actions + observations)."""
     episode_timeout_s: float = Field(600.0, gt=0)
     """Wall-clock budget of one episode."""
+    max_format_errors: int = Field(3, ge=1)
+    """Actions in a row that do not parse as a tool call before the episode ends as format_errors (scored 0)."""
     concurrency: int = Field(16, ge=1)
     """Episodes in flight at once."""
     mode: Literal["sync", "one_step_off", "async"] = "sync"

@@ -9,6 +9,8 @@ Measured, completion tokens per second of wall time:
   engine    EmbeddedEngine: 32 concurrent generate calls (shared prompts prefilled once, finished rows leave),
             on oneDNN-packed linear weights (the default, agentrl/rollout/packed.py)
   unpacked  the same engine with packed_weights=False (F.linear, which re-packs every weight on every call)
+  bf16      the same engine with dtype=bfloat16 (a bf16 copy of the body, fp32 LM head; agentrl/precision.py),
+            with its own packed ceiling step, beside the CPU's fp32 and bf16 matmul rates and bf16 flags
   packed ceiling  the ceiling step on the packed model the engine runs
   client    SGLangClient → `agentrl serve` (a subprocess on loopback) → the same engine, same seeds
 Goals: engine ≥ 2× generate, engine ≥ 90% of ceiling, client time ≤ 1.1× in-process engine time.
@@ -30,6 +32,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from agentrl import precision  # noqa: E402
 from agentrl.models import load_model, load_tokenizer  # noqa: E402
 from agentrl.rollout.embedded import EmbeddedEngine  # noqa: E402
 from agentrl.rollout.engine import SamplingParams  # noqa: E402
@@ -138,9 +141,15 @@ def main() -> int:
     proc, url = spawn_server(args.model, timeout_s=600)  # idle (no CPU) while the other measurements run
     engine = EmbeddedEngine(model, tokenizer, seed=0)
     unpacked = EmbeddedEngine(model, tokenizer, seed=0, packed_weights=False)
+    bf16 = EmbeddedEngine(model, tokenizer, seed=0, dtype="bfloat16")
     runner = engine.model  # the packed view of model the engine decodes with (model itself when packing is off)
     client = SGLangClient(url)
     best: dict[str, float] = {}
+    last: dict[str, list] = {}
+    flags = sorted(precision.cpu_flags() & set(precision.BF16_CPU_FLAGS)) or ["none"]
+    mm32, mm16 = precision.matmul_gflops(torch.float32), precision.matmul_gflops(torch.bfloat16)
+    print(f"CPU bf16 flags: {', '.join(flags)}; matmul fp32 {mm32:.0f} GFLOP/s, bf16 {mm16:.0f} GFLOP/s "
+          f"({mm16 / mm32:.2f}×); `auto` picks {precision.resolve('auto').describe()}", flush=True)
 
     def keep_best(name: str, value: float) -> None:
         best[name] = min(best.get(name, float("inf")), value)
@@ -149,6 +158,7 @@ def main() -> int:
         await engine.generate(prompts[0], SamplingParams(max_new_tokens=4, seed=0))
         await client.generate(prompts[0], SamplingParams(max_new_tokens=4, seed=0))
         await unpacked.generate(prompts[0], SamplingParams(max_new_tokens=4, seed=0))
+        await bf16.generate(prompts[0], SamplingParams(max_new_tokens=4, seed=0))
 
     async def round_(i: int):
         before = dict(engine.stats)
@@ -157,6 +167,9 @@ def main() -> int:
         cli_s, cli_gens = await run_all(client, reqs)
         unp_s, unp_gens = await run_all(unpacked, reqs)
         unp_tokens = sum(len(g.output_ids) for g in unp_gens)
+        bf_s, bf_gens = await run_all(bf16, reqs)
+        bf_tokens = sum(len(g.output_ids) for g in bf_gens)
+        bceil_s = 32 / bench_ceiling(bf16.model, prompts)
         ceil_s = 32 / bench_ceiling(model, prompts)
         pceil_s = 32 / bench_ceiling(runner, prompts)
         sched_s = bench_schedule(runner, prompts, [len(g.output_ids) for g in gens])
@@ -167,7 +180,8 @@ def main() -> int:
               f"{stats['decode_steps']} steps, {stats['decode_rows']} row-steps) | client {cli_s:.2f} s "
               f"({same}/{len(gens)} identical) | unpacked {unp_s:.2f} s ({unp_tokens} tokens) | "
               f"bare steps on engine schedule {sched_s:.2f} s | ceiling step {ceil_s * 1e3:.0f} ms, "
-              f"packed {pceil_s * 1e3:.0f} ms | generate {gen_s:.2f} s ({gen_tokens} tokens)", flush=True)
+              f"packed {pceil_s * 1e3:.0f} ms, bf16 {bceil_s * 1e3:.0f} ms | generate {gen_s:.2f} s ({gen_tokens} "
+              f"tokens) | bf16 engine {bf_s:.2f} s ({bf_tokens} tokens)", flush=True)
         keep_best("engine_tps", -tokens / eng_s)
         keep_best("engine_s", eng_s)
         keep_best("client_over", cli_s / eng_s)
@@ -176,6 +190,9 @@ def main() -> int:
         keep_best("packed_ceiling_tps", -32 / pceil_s)
         keep_best("unpacked_tps", -unp_tokens / unp_s)
         keep_best("generate_tps", -gen_tokens / gen_s)
+        keep_best("bf16_tps", -bf_tokens / bf_s)
+        keep_best("bf16_ceiling_tps", -32 / bceil_s)
+        last["bf16"] = bf_gens
         return gens
 
     async def all_rounds():  # one event loop for the whole run: the client keeps one HTTP session
@@ -186,6 +203,7 @@ def main() -> int:
             await client.close()
             await engine.close()
             await unpacked.close()
+            await bf16.close()
 
     try:
         gens = asyncio.run(all_rounds())
@@ -206,6 +224,12 @@ def main() -> int:
     print(f"ratio engine / bare decode on the engine's own schedule: {best['schedule_s'] / best['engine_s']:.2f} "
           "(1.0 = no engine overhead beyond the model's steps; the ceiling gap is the shrinking batch)")
     print(f"ratio client+server / in-process time: {best['client_over']:.2f}x (goal <= 1.1)")
+    bf, bceil = -best["bf16_tps"], -best["bf16_ceiling_tps"]
+    bf_gaps = [max(abs(a - b) for a, b in zip(recompute_logprobs(model, p, g.output_ids, s), g.logprobs, strict=True))
+               for (p, s), g in list(zip(reqs, last["bf16"], strict=True))[::GROUP]]
+    print(f"ratio bf16 / fp32 engine: {bf / eng:.2f}x ({bf:.1f} tok/s; goal >= 1.8 on a CPU with bf16 units); bf16 "
+          f"packed ceiling / fp32 packed ceiling {bceil / pceil:.2f}x; matmul bf16 / fp32 {mm16 / mm32:.2f}x")
+    print(f"bf16 engine vs fp32 full-sequence recompute: max |logprob gap| {max(bf_gaps):.2e} ({len(bf_gaps)} completions)")
     return 0
 
 

@@ -4,13 +4,15 @@ Workload: SmolLM2-135M-Instruct fp32; single-turn "What is A + B?" (A, B in 1..2
 template's default system prompt; reward 1 if the last integer equals A+B; 8 prompts × 4 completions per
 step, all 32 in flight at once (TRL's generation batch), ≤ 64 completion tokens, temperature 1.0; AdamW lr 1e-6, grad-norm clip 1.0; no reference model.
 
-Prints per step: wall time, generation tokens/s, training tokens/s (the update alone; the weight push to the
-engine is timed apart), peak RSS; the CPU's fp32 matmul ceiling is probed in the same run and converted to a
-training-token ceiling (≈ 6 × params FLOP/token), the figure the training rate is reported against. The
-comparison with TRL runs TRL in the same job: `make bench-peer` (bench/peer/compare_trl.py), never frozen numbers.
+Runs the workload once per precision in --precisions (default float32 then bfloat16: the trainer's
+model.compute_dtype and the engine's rollout.engine_dtype both set to it), and prints per step: wall time,
+generation tokens/s, training tokens/s (the update alone; the weight push to the engine is timed apart), peak
+RSS; then the bf16/fp32 ratios. The CPU's fp32 and bf16 matmul rates and its bf16 flags are probed in the same
+run and converted to training-token ceilings (≈ 6 × params FLOP/token), which the training rates are reported
+against. The comparison with TRL runs TRL in the same job: `make bench-peer` (bench/peer/compare_trl.py).
 
-    .venv/bin/python bench/trainer_step.py [--steps 6] [--model smollm2-135m-instruct] [--json out.json]
-    [trainer.key=value ...]   (extra config overrides, e.g. trainer.micro_batch_tokens=4096)
+    .venv/bin/python bench/trainer_step.py [--steps 6] [--precisions float32,bfloat16] [--json out.json]
+    [--model smollm2-135m-instruct] [trainer.key=value ...]   (extra overrides, e.g. trainer.micro_batch_tokens=4096)
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import time
 import agentrl  # isort: skip  (first: sets OMP_WAIT_POLICY before torch loads libgomp)
 import torch
 
+from agentrl import precision
 from agentrl.config import load_config
 from agentrl.models import load_model, load_tokenizer
 from agentrl.trainer.loop import build_engine, prepare_policy
@@ -47,18 +50,6 @@ class AdditionEnv(agentrl.AgentEnv):
         return [], float(bool(numbers) and int(numbers[-1]) == self.a + self.b), True, False, {}
 
 
-def matmul_gflops(n: int = 2048, reps: int = 5) -> float:
-    """Best-of-reps fp32 matmul throughput on this CPU."""
-    a, b = torch.randn(n, n), torch.randn(n, n)
-    a @ b
-    best = float("inf")
-    for _ in range(reps):
-        t = time.perf_counter()
-        a @ b
-        best = min(best, time.perf_counter() - t)
-    return 2 * n**3 / best / 1e9
-
-
 def profile_update(model, optimizer, batch, ucfg) -> None:
     """Where one update's time goes (on a batch of its own): forward to the last hidden state, chunked logprobs,
     loss + backward, clip + AdamW. The weights are restored afterwards."""
@@ -77,9 +68,10 @@ def profile_update(model, optimizer, batch, ucfg) -> None:
     for micro in micros:
         s, e = micro.start, micro.end
         t0 = time.perf_counter()
-        out = model.base_model(input_ids=micro.input_ids, position_ids=micro.position_ids,
-                               use_cache=False).last_hidden_state
-        hidden = out[micro.valid]
+        with precision.autocast(precision.DTYPES[ucfg.compute_dtype]):
+            out = model.base_model(input_ids=micro.input_ids, position_ids=micro.position_ids,
+                                   use_cache=False).last_hidden_state
+        hidden = out[micro.valid].float()
         t1 = time.perf_counter()
         lp, _ = token_logprobs_from_hidden(hidden, model.get_output_embeddings().weight, mb.targets[s:e],
                                            chunk=ucfg.logprob_chunk, entropy=True)
@@ -104,21 +96,19 @@ def profile_update(model, optimizer, batch, ucfg) -> None:
           + f"; {mb.num_tokens / total:.1f} tok/s")
 
 
-async def main(args) -> None:
-    agentrl.register("bench_addition", AdditionEnv, description="peer_trl addition workload")
+async def run_precision(args, dtype: str, ceiling: float) -> dict:
+    """The workload's steps with trainer and engine in `dtype`; returns the means of steps 2..N (and peak RSS)."""
     cfg = load_config(None, overrides=[
         "env.name=bench_addition", f"model.name={args.model}", "rollout.tasks_per_step=8", "rollout.group_size=4",
         "rollout.max_new_tokens=64", "rollout.max_context_tokens=512", "rollout.max_turns=1",
         "rollout.concurrency=32",  # the step's 32 episodes at once, as TRL generates its batch of 32 (default: 16)
         "rollout.dynamic_sampling=false", "trainer.lr=1e-6", "trainer.grad_clip=1.0",
-        "trainer.micro_batch_tokens=4096", "trainer.gradient_checkpointing=false", *args.overrides,
+        "trainer.micro_batch_tokens=4096", "trainer.gradient_checkpointing=false",
+        f"model.compute_dtype={dtype}", f"rollout.engine_dtype={dtype}", *args.overrides,
     ])
-    gflops = matmul_gflops()
+    print(f"\n== {dtype}: trainer {cfg.model.compute_dtype}, engine {cfg.rollout.engine_dtype}")
     tok = load_tokenizer(args.model)
     model = load_model(args.model).train()
-    n_params = sum(p.numel() for p in model.parameters())
-    ceiling = gflops * 1e9 / (6 * n_params)
-    print(f"CPU fp32 matmul: {gflops:.1f} GFLOP/s → training ceiling ≈ {ceiling:.0f} tok/s for {n_params / 1e6:.0f}M params")
     optimizer = prepare_policy(model, cfg.trainer)  # as `agentrl train`: checkpointing (off here, as TRL), AdamW
     engine = build_engine(cfg, model, tok)  # the same embedded copy of the policy that `agentrl train` uses
     ucfg = update_config_from(cfg)
@@ -151,16 +141,40 @@ async def main(args) -> None:
         await engine.close()
     steady = rows[1:] or rows
     mean = {k: statistics.mean(r[k] for r in steady) for k in steady[0]}
-    peak = max(r["rss_gb"] for r in rows)
-    print(f"\nmeans of steps {'2' if len(rows) > 1 else '1'}–{len(rows)} (machine shared: absolute numbers are noisy; TRL side by side: make bench-peer):")
+    mean["peak_rss_gb"] = max(r["rss_gb"] for r in rows)
+    print(f"means of steps {'2' if len(rows) > 1 else '1'}–{len(rows)} (machine shared: absolute numbers are noisy; TRL side by side: make bench-peer):")
     print(f"  step time        {mean['step_s']:6.1f} s (weight push {mean['sync_s']:.2f} s)")
-    print(f"  training tok/s   {mean['train_tok_s']:6.1f}      {mean['train_tok_s'] / ceiling:.0%} of the ceiling probed in this run")
+    print(f"  training tok/s   {mean['train_tok_s']:6.1f}      {mean['train_tok_s'] / ceiling:.0%} of the {dtype} ceiling probed in this run")
     print(f"  generation tok/s {mean['gen_tok_s']:6.1f}")
-    print(f"  peak RSS         {peak:6.2f} GB")
+    print(f"  peak RSS         {mean['peak_rss_gb']:6.2f} GB")
+    return dict(mean, ceiling_tok_s=ceiling, steps=len(rows))
+
+
+async def main(args) -> None:
+    """Probe the matmul ceilings, run each precision, print the ratios; --json gets {precision: means}."""
+    agentrl.register("bench_addition", AdditionEnv, description="peer_trl addition workload")
+    precisions = args.precisions.split(",")
+    n_params = sum(p.numel() for p in load_model(args.model).parameters())
+    flags = sorted(set(precision.cpu_flags()) & set(precision.BF16_CPU_FLAGS)) or ["none"]
+    print(f"CPU bf16 flags: {', '.join(flags)}; `auto` picks {precision.resolve('auto').describe()}")
+    ceilings, gflops = {}, {}
+    for name in precisions:
+        gflops[name] = precision.matmul_gflops(precision.DTYPES[name])
+        ceilings[name] = gflops[name] * 1e9 / (6 * n_params)
+        print(f"CPU {name} matmul: {gflops[name]:.1f} GFLOP/s → training ceiling ≈ {ceilings[name]:.0f} tok/s "
+              f"for {n_params / 1e6:.0f}M params")
+    results = {name: await run_precision(args, name, ceilings[name]) for name in precisions}
+    for name in results:
+        results[name]["gflops"] = gflops[name]
+    if "float32" in results and "bfloat16" in results:
+        a, b = results["float32"], results["bfloat16"]
+        print("\nbf16 / fp32, same run (goals on a CPU with bf16 units: training ≥ 2×, generation ≥ 1.8×):")
+        print(f"  matmul {b['gflops'] / a['gflops']:.2f}× | training tok/s {b['train_tok_s'] / a['train_tok_s']:.2f}× | "
+              f"generation tok/s {b['gen_tok_s'] / a['gen_tok_s']:.2f}× | step time {b['step_s'] / a['step_s']:.2f}× | "
+              f"peak RSS {b['peak_rss_gb'] / a['peak_rss_gb']:.2f}×")
     if args.json:
-        summary = dict(mean, peak_rss_gb=peak, gflops=gflops, ceiling_tok_s=ceiling, steps=len(rows))
         with open(args.json, "w") as f:
-            json.dump(summary, f)
+            json.dump(results, f)
 
 
 if __name__ == "__main__":
@@ -168,6 +182,7 @@ if __name__ == "__main__":
     p.add_argument("--steps", type=int, default=6)
     p.add_argument("--model", default="smollm2-135m-instruct")
     p.add_argument("--json", default=None, help="also write the means as JSON here (bench/peer/compare_trl.py reads it)")
+    p.add_argument("--precisions", default="float32,bfloat16", help="comma-separated: float32, bfloat16 (in this order)")
     p.add_argument("--profile", action="store_true", help="first break one update down by phase")
     p.add_argument("overrides", nargs="*", help="extra dotted config overrides")
     asyncio.run(main(p.parse_args()))

@@ -30,6 +30,7 @@ from typing import Any
 import torch
 
 from agentrl.errors import EngineError
+from agentrl.precision import DTYPES, inference_copy, param_dtype
 from agentrl.rollout.engine import PAUSE_MODES, Generation, SamplingParams
 from agentrl.rollout.engine_errors import EngineClosed, EngineRequestError
 from agentrl.rollout.kv_batch import KVBatch, new_cache
@@ -86,7 +87,7 @@ class EmbeddedEngine:
         model: Any = "smollm2-135m-instruct",
         tokenizer: Any = None,
         *,
-        dtype: str = "float32",
+        dtype: str | None = None,
         device: str | None = None,
         seed: int | None = None,
         batch_window_s: float = 0.005,
@@ -98,19 +99,25 @@ class EmbeddedEngine:
         optional; it is needed only for stop strings). seed: seeds the engine RNG that picks per-request seeds
         when SamplingParams.seed is None (so GRPO group members differ). session_cache_bytes bounds the keys and
         values kept per session so an agent's next turn prefills only its new tokens (0: keep none).
-        packed_weights: run the forward on oneDNN-packed copies of the linear weights (float32 on CPU; see
+        packed_weights: run the forward on oneDNN-packed copies of the linear weights (CPU; see
         agentrl.rollout.packed): faster decode for one more copy of those weights in memory. `self.model` is
-        then a view of the given model that shares its tensors."""
+        then a view of the given model that shares its tensors. dtype: the engine's compute dtype, float32 or
+        bfloat16 (None: the given model's own, float32 for a name); bfloat16 runs a bf16 copy of the model with
+        an fp32 LM head (agentrl.precision.inference_copy), so logits, sampling and logprobs stay fp32 and weight
+        updates are converted once as they are loaded."""
         from agentrl.models import load_model, load_tokenizer
 
         if isinstance(model, (str, Path)):
             self.model_name = str(model)
             tokenizer = tokenizer if tokenizer is not None else load_tokenizer(self.model_name)
-            model = load_model(self.model_name, dtype=dtype, device=device or "cpu")
+            model = load_model(self.model_name, dtype="float32", device=device or "cpu")
         else:
             self.model_name = getattr(model, "name_or_path", None) or type(model).__name__
             if device is not None:
                 model = model.to(device)
+        self.dtype = param_dtype(model) if dtype is None else DTYPES[dtype]
+        if self.dtype != param_dtype(model):
+            model = inference_copy(model, self.dtype)  # the given model is left as it was
         new_cache(model)  # refuse unsupported cache layouts now, not on the first request
         if packed_weights and packing_supported(model):
             model = packed_view(model)  # shares model's tensors; the given module is left as it was

@@ -1,4 +1,4 @@
-"""Decode-time linear layers whose weights are pre-packed for oneDNN (CPU, float32).
+"""Decode-time linear layers whose weights are pre-packed for oneDNN (CPU, float32 or bfloat16).
 
 `F.linear` on CPU calls MKL sgemm, which re-packs the weight matrix into its blocked layout on every call.
 During decode a step multiplies a few rows by every weight of the model, so the packing is a large share of the
@@ -23,18 +23,23 @@ import itertools
 import torch
 from torch import nn
 
+from agentrl.precision import Fp32Head
+
+_PACKABLE = (torch.float32, torch.bfloat16)
+
 
 def packing_supported(model: nn.Module) -> bool:
-    """True if oneDNN's packed linear can run this model: float32 weights on the CPU, oneDNN built in."""
+    """True if oneDNN's packed linear can run this model: float32 or bfloat16 weights on the CPU, oneDNN built in."""
     try:
         p = next(model.parameters())
     except StopIteration:
         return False
-    return p.device.type == "cpu" and p.dtype == torch.float32 and torch.backends.mkldnn.is_available()
+    return p.device.type == "cpu" and p.dtype in _PACKABLE and torch.backends.mkldnn.is_available()
 
 
 class PackedLinear(nn.Module):
-    """nn.Linear's forward with the weight pre-packed for oneDNN (inference only: no autograd through it)."""
+    """nn.Linear's forward with the weight pre-packed for oneDNN (inference only: no autograd through it). The
+    input is cast to the weight's dtype first (an fp32 head after a bf16 body: agentrl.precision.Fp32Head)."""
 
     def __init__(self, linear: nn.Linear):
         """Wrap `linear` (its weight and bias tensors are shared, not copied) and pack its weight."""
@@ -65,6 +70,8 @@ class PackedLinear(nn.Module):
         """x @ weight.T + bias, on the packed weight (packed again first if the weight changed since)."""
         if self._weight_key() != self._packed_for:
             self.repack()
+        if x.dtype != self.weight.dtype:
+            x = x.to(self.weight.dtype)
         return torch.ops.mkldnn._linear_pointwise(x, self.packed, self.bias, "none", [], "")
 
 
@@ -85,6 +92,6 @@ def packed_view(model: nn.Module) -> nn.Module:
     view = shared_copy(model)
     for module in list(view.modules()):
         for child_name, child in list(module.named_children()):
-            if type(child) is nn.Linear:
+            if type(child) in (nn.Linear, Fp32Head) and child.weight.dtype in _PACKABLE:
                 setattr(module, child_name, PackedLinear(child))
     return view.eval()

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import torch
 
+from agentrl.precision import UNTIED_HEAD
 from agentrl.rollout.engine_errors import EngineRequestError
 
 
@@ -25,6 +26,7 @@ def load_state_dict_dir(path: str | Path) -> dict[str, torch.Tensor]:
 
 def load_weights(model, state_dict: dict[str, torch.Tensor]) -> None:
     """Copy a state dict into the model after checking names and shapes (nothing is copied on a mismatch)."""
+    state_dict = _with_untied_head(model, state_dict)
     own = model.state_dict()
     unexpected = sorted(set(state_dict) - set(own))
     storage = {t.data_ptr() for k, t in own.items() if k in state_dict}
@@ -40,3 +42,17 @@ def load_weights(model, state_dict: dict[str, torch.Tensor]) -> None:
             )
         )
     model.load_state_dict(state_dict, strict=False)
+
+
+def _with_untied_head(model, state_dict: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Weights of a model with tied embeddings may omit the output embedding (save_pretrained drops it); an
+    inference copy in bf16 holds its own fp32 head (agentrl.precision.inference_copy): fill it from the input
+    embedding."""
+    head, embed = model.get_output_embeddings(), model.get_input_embeddings()
+    if not getattr(model.config, UNTIED_HEAD, False) or head is None or embed is None:
+        return state_dict
+    names = {id(p): n for n, p in model.named_parameters(remove_duplicate=False)}
+    head_key, embed_key = names.get(id(head.weight)), names.get(id(embed.weight))
+    if head_key in state_dict or embed_key not in state_dict:
+        return state_dict
+    return {**state_dict, head_key: state_dict[embed_key]}

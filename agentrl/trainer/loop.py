@@ -23,6 +23,7 @@ keeps its policy version, so the overlapped modes reuse all of this with stale t
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from dataclasses import dataclass
 from functools import partial
@@ -31,9 +32,11 @@ from typing import Any
 
 import torch
 
+from agentrl import precision
 from agentrl.cluster import EpisodeBackend, build_backend
 from agentrl.config import Config, dump_config
 from agentrl.errors import ConfigError
+from agentrl.precision import Precision
 from agentrl.sandboxes import reaper
 from agentrl.trainer.abort import MaskedEpisodeGuard
 from agentrl.trainer.checkpoint import (
@@ -48,7 +51,7 @@ from agentrl.trainer.env_factory import build_env_factory
 from agentrl.trainer.heldout import evaluate
 from agentrl.trainer.memory import build_optimizer, fix_mmap_threshold
 from agentrl.trainer.monitor import Monitor
-from agentrl.trainer.pipeline import RolloutPipeline
+from agentrl.trainer.pipeline import RolloutPipeline, admission_bound
 from agentrl.trainer.update import train_on_batch, update_config_from
 
 
@@ -79,6 +82,7 @@ class Run:
     start_step: int
     version: int  # policy version: optimizer steps taken
     checkpoint: Path | None  # the latest checkpoint written (or resumed from)
+    precision: tuple[Precision, Precision] | None = None  # (trainer compute, engine) dtypes as resolved
     engine: Any = None
     backend: EpisodeBackend | None = None
     pipeline: RolloutPipeline | None = None
@@ -98,17 +102,60 @@ def resolve_run_dir(cfg: Config, resume: str | None) -> Path:
 
 
 def build_engine(cfg: Config, model, tokenizer):
-    """The rollout engine: the embedded engine on the trainer's own weights (sync mode: generation and training
-    alternate, so nothing is copied) or on a copy of them (overlapped modes), or a client of SGLang servers."""
+    """The rollout engine: the embedded engine on the trainer's own weights (sync mode in the trainer's dtype:
+    generation and training alternate, so nothing is copied) or on a copy of them (overlapped modes, or an engine
+    dtype of its own: converted at every weight sync), or a client of SGLang servers."""
     if cfg.rollout.engine == "sglang":
         from agentrl.rollout.sglang_client import SGLangClient
 
         return SGLangClient(cfg.rollout.urls)
     from agentrl.rollout.embedded import EmbeddedEngine, engine_view
 
-    policy = engine_view(model, share_weights=cfg.rollout.mode == "sync")
-    return EmbeddedEngine(policy, tokenizer, seed=cfg.rollout.seed, max_batch_size=cfg.rollout.max_batch_size,
-                          packed_weights=cfg.rollout.packed_weights)
+    dtype = engine_precision(cfg).name
+    if precision.DTYPES[dtype] == precision.param_dtype(model):
+        model = engine_view(model, share_weights=cfg.rollout.mode == "sync")
+    return EmbeddedEngine(model, tokenizer, seed=cfg.rollout.seed, max_batch_size=cfg.rollout.max_batch_size,
+                          packed_weights=cfg.rollout.packed_weights, dtype=dtype)
+
+
+def compute_precision(cfg: Config) -> Precision:
+    """The trainer's compute dtype (model.compute_dtype resolved on model.device) and why."""
+    return precision.resolve(cfg.model.compute_dtype, cfg.model.device)
+
+
+def engine_precision(cfg: Config) -> Precision:
+    """The embedded engine's dtype: rollout.engine_dtype, or the trainer's compute dtype when auto."""
+    if cfg.rollout.engine_dtype == "auto":
+        own = compute_precision(cfg)
+        return Precision(own.name, "as the trainer")
+    return precision.resolve(cfg.rollout.engine_dtype, cfg.model.device)
+
+
+def restore_precision(cfg: Config, ckpt: Path | None) -> Config:
+    """A resumed run computes in the dtypes it was trained in: an `auto` setting takes what its checkpoint
+    recorded (state.json "precision"), so moving a run to other hardware does not change its numerics."""
+    if ckpt is None:
+        return cfg
+    recorded = json.loads((ckpt / "state.json").read_text()).get("precision") or {}
+    model, rollout = {}, {}
+    if cfg.model.compute_dtype == "auto" and recorded.get("compute"):
+        model["compute_dtype"] = recorded["compute"]
+    if cfg.rollout.engine_dtype == "auto" and recorded.get("engine"):
+        rollout["engine_dtype"] = recorded["engine"]
+    return cfg.model_copy(update={"model": cfg.model.model_copy(update=model),
+                                  "rollout": cfg.rollout.model_copy(update=rollout)})
+
+
+def precision_line(cfg: Config, *, restored: bool) -> str:
+    """The start-up line saying which dtypes the trainer and the embedded engine use, and why."""
+    compute, engine = compute_precision(cfg), engine_precision(cfg)
+    if restored:  # the checkpoint's dtypes were written into cfg: say so rather than "set in the config"
+        emulated = "; emulated on this hardware" if "emulated" in compute.reason + engine.reason else ""
+        return f"precision: trainer {compute.name}, engine {engine.name} (as the resumed checkpoint records{emulated})"
+    line = f"precision: trainer {compute.describe()}"
+    if cfg.rollout.engine == "embedded":
+        line += f", engine {engine.describe()}"
+    return line
 
 
 async def push_weights(run: Run) -> None:
@@ -125,7 +172,7 @@ def budget_line(cfg: Config) -> str:
         f"micro-batches of ≤ {cfg.trainer.micro_batch_tokens} tokens"
     )
     if r.mode != "sync" and cfg.cluster.backend == "local" and r.concurrency <= r.tasks_per_step * r.group_size:
-        ahead = (2 if r.mode == "one_step_off" else r.max_staleness + 1) * r.tasks_per_step * r.group_size
+        ahead = (admission_bound(r) + 1) * r.tasks_per_step * r.group_size
         line += (f"\n[yellow]note: rollout.concurrency={r.concurrency} is at most one step's episodes, so {r.mode} cannot run "
                  f"ahead while a step's slowest episodes finish; up to {ahead} would overlap (bench/async_speedup.py)[/]")
     return line
@@ -170,6 +217,7 @@ def setup(cfg: Config, *, resume: str | None, init_from: str | None, console) ->
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "config.yaml").write_text(dump_config(cfg))
     ckpt = _checkpoint_to_resume(resume, run_dir)
+    cfg = restore_precision(cfg, ckpt)
     source = model_dir(ckpt) if ckpt else (model_dir(init_from) if init_from else cfg.model.name)
     model = load_model(source, dtype=cfg.model.dtype, device=cfg.model.device).train()
     t = cfg.trainer
@@ -182,6 +230,7 @@ def setup(cfg: Config, *, resume: str | None, init_from: str | None, console) ->
     return Run(
         cfg=cfg, run_dir=run_dir, model=model, tokenizer=load_tokenizer(source), optimizer=optimizer,
         scheduler=scheduler, ucfg=update_config_from(cfg), ref_model=ref_model,
+        precision=(compute_precision(cfg), engine_precision(cfg)),
         monitor=Monitor(run_dir, total_steps=t.steps, tensorboard=t.tensorboard, console=console),
         guard=MaskedEpisodeGuard(t.max_masked_frac, t.masked_window, last_step=t.steps - 1),
         start_step=state["step"], version=state.get("version", state["step"]), checkpoint=ckpt,
@@ -193,7 +242,8 @@ async def start(run: Run, *, init_from: str | None) -> None:
     from agentrl.trainer.sft import run_sft
 
     cfg, monitor = run.cfg, run.monitor
-    monitor.console.print(f"[bold]agentrl train[/] {cfg.env.name} → {run.run_dir}\n{budget_line(cfg)}")
+    monitor.console.print(f"[bold]agentrl train[/] {cfg.env.name} → {run.run_dir}\n{budget_line(cfg)}\n"
+                          f"{precision_line(cfg, restored=run.checkpoint is not None)}")
     env_factory, run.close_envs = build_env_factory(cfg)  # one warm SandboxPool for the run where envs take pool=
     if cfg.sft.episodes and not run.checkpoint and not init_from:
         await run_sft(cfg, run.model, run.tokenizer, env_factory, monitor)
@@ -318,7 +368,8 @@ def checkpoint(run: Run, step: int) -> Path:
     """Write checkpoint `step` (model, tokenizer, optimizer, scheduler, policy version, task seed)."""
     return save_checkpoint(
         run.run_dir, step, model=run.model, tokenizer=run.tokenizer, optimizer=run.optimizer,
-        scheduler=run.scheduler, state={"version": run.version, "task_seed": run.cfg.rollout.seed},
+        scheduler=run.scheduler, state={"version": run.version, "task_seed": run.cfg.rollout.seed,
+                                        "precision": {"compute": run.precision[0].name, "engine": run.precision[1].name}},
         keep=run.cfg.trainer.keep_checkpoints,
     )
 

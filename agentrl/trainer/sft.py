@@ -13,8 +13,11 @@ import random
 
 import torch
 
+from agentrl import precision
 from agentrl.trainer.batch import build_minibatch, microbatches
-from agentrl.trainer.collect import loop_config, run_groups, task_seed, trainable
+from agentrl.rollout.agent_loop import LoopConfig
+from agentrl.rollout.seeds import warm_start_seed
+from agentrl.trainer.collect import run_groups, trainable
 from agentrl.trainer.memory import release_memory
 from agentrl.trainer.prefix import sharing_supported
 from agentrl.trainer.update import policy_logprobs
@@ -32,8 +35,8 @@ async def expert_trajectories(cfg, env_factory, tokenizer, episodes: int, *, on_
     and so are those with an action longer than rollout.max_new_tokens (a demonstration the policy could not
     emit), reported through `warn(message)`."""
     r = cfg.rollout
-    loop_cfg = loop_config(cfg)  # sampling settings are unused: the expert acts
-    seeds = [task_seed(r.seed + 7919, -1, 0, i) for i in range(episodes)]
+    loop_cfg = LoopConfig.from_rollout(r)  # sampling settings are unused: the expert acts
+    seeds = [warm_start_seed(r.seed, i) for i in range(episodes)]
     groups = await run_groups(env_factory, None, tokenizer, seeds, group_size=1, loop_cfg=loop_cfg,
                               concurrency=r.concurrency, expert=True, on_episode=on_episode)
     done = [t for g in groups for t in g if trainable(t) and t.num_action_tokens > 0]
@@ -52,9 +55,10 @@ async def expert_trajectories(cfg, env_factory, tokenizer, episodes: int, *, on_
 
 
 def sft_step(model, optimizer, trajectories, *, micro_batch_tokens: int, chunk: int, grad_clip: float,
-             share_prefix: bool = True) -> dict[str, float]:
+             share_prefix: bool = True, compute_dtype: str = "float32") -> dict[str, float]:
     """One optimizer step of token-mean negative log-likelihood on the action tokens of `trajectories`
-    (share_prefix: prompts several rows start with are computed once, agentrl.trainer.prefix)."""
+    (share_prefix: prompts several rows start with are computed once, agentrl.trainer.prefix; compute_dtype: the
+    body's autocast dtype, as in the policy update)."""
     mb = build_minibatch(trajectories, [0.0] * len(trajectories))
     n_tokens = float(mb.loss_mask.sum())
     optimizer.zero_grad(set_to_none=True)
@@ -62,7 +66,7 @@ def sft_step(model, optimizer, trajectories, *, micro_batch_tokens: int, chunk: 
     for micro in microbatches(mb, micro_batch_tokens, share_prefix=share_prefix and sharing_supported(model)):
         s, e = micro.start, micro.end
         lp, _ = policy_logprobs(model, micro, mb.targets[s:e], temperature=1.0, chunk=chunk, mask=mb.loss_mask[s:e],
-                                share_prefix=share_prefix)
+                                share_prefix=share_prefix, compute_dtype=compute_dtype)
         loss = -(lp * mb.loss_mask[s:e]).sum() / max(n_tokens, 1.0)
         loss.backward()
         total += float(loss.detach())
@@ -98,6 +102,7 @@ async def run_sft(cfg, model, tokenizer, env_factory, monitor) -> list[dict[str,
                     sft_step, model, optimizer, batch, micro_batch_tokens=cfg.trainer.micro_batch_tokens,
                     chunk=cfg.trainer.logprob_chunk, grad_clip=cfg.trainer.grad_clip,
                     share_prefix=cfg.trainer.share_prefix,
+                    compute_dtype=precision.resolve(cfg.model.compute_dtype, cfg.model.device).name,
                 )
                 history.append({**m, "sft/epoch": epoch})
                 losses.append(m["sft/loss"])

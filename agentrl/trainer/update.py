@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from agentrl import precision
 from agentrl.trainer.batch import (
     MicroBatch,
     MiniBatch,
@@ -57,6 +58,7 @@ class UpdateConfig:
     mini_batches: int = 1
     ppo_epochs: int = 1
     share_prefix: bool = True
+    compute_dtype: str = "float32"  # the transformer body's autocast dtype (agentrl.precision); head and loss stay fp32
 
 
 def update_config_from(cfg) -> UpdateConfig:
@@ -78,27 +80,32 @@ def update_config_from(cfg) -> UpdateConfig:
         loss=a.loss, loss_cfg=loss_cfg, reduction=a.reduction, correction=correction,
         temperature=cfg.rollout.temperature, micro_batch_tokens=t.micro_batch_tokens, logprob_chunk=t.logprob_chunk,
         grad_clip=t.grad_clip, mini_batches=t.mini_batches, ppo_epochs=t.ppo_epochs, share_prefix=t.share_prefix,
+        compute_dtype=precision.resolve(cfg.model.compute_dtype, cfg.model.device).name,
     )
 
 
 def policy_logprobs(
     model, micro: MicroBatch, targets: Tensor, *, temperature: float, chunk: int, entropy: bool = False,
-    mask: Tensor | None = None, share_prefix: bool = True,
+    mask: Tensor | None = None, share_prefix: bool = True, compute_dtype: str = "float32",
 ) -> tuple[Tensor, Tensor | None]:
     """Logprobs (T,) of `targets` under the temperature-scaled policy, from hidden states in chunks.
 
     With `mask` (T,), the LM head runs only where mask > 0 (the policy's own tokens) and the other positions
     read 0: every consumer multiplies by the loss mask, and prompt and observation tokens are most of an agent
     trajectory, so this skips most of the vocabulary projection (~a fifth of a 135M model's forward).
-    With `share_prefix`, a prompt that several rows start with is computed once (agentrl.trainer.prefix)."""
-    hidden = shared_prefix_hidden(model, micro) if share_prefix else None  # (T, H), None: nothing shared
-    if hidden is None:
-        hidden = model.base_model(
-            input_ids=micro.input_ids, position_ids=micro.position_ids,
-            use_cache=False,  # training forwards never reuse keys/values: building a cache only costs memory
-        ).last_hidden_state  # (R, L, H)
-        hidden = hidden[micro.valid]  # (T, H) in flat order
+    With `share_prefix`, a prompt that several rows start with is computed once (agentrl.trainer.prefix).
+    With compute_dtype bfloat16, the transformer body runs under autocast (mixed precision: the weights stay in
+    their own dtype); the LM head and the log-softmax run in the head weight's dtype on upcast hidden states."""
+    with precision.autocast(precision.DTYPES[compute_dtype], micro.input_ids.device.type):
+        hidden = shared_prefix_hidden(model, micro) if share_prefix else None  # (T, H), None: nothing shared
+        if hidden is None:
+            hidden = model.base_model(
+                input_ids=micro.input_ids, position_ids=micro.position_ids,
+                use_cache=False,  # training forwards never reuse keys/values: building a cache only costs memory
+            ).last_hidden_state  # (R, L, H)
+            hidden = hidden[micro.valid]  # (T, H) in flat order
     weight = model.get_output_embeddings().weight  # (V, H)
+    hidden = hidden.to(weight.dtype)
     if mask is None:
         return token_logprobs_from_hidden(hidden, weight, targets, temperature=temperature, chunk=chunk,
                                           entropy=entropy)
@@ -121,6 +128,7 @@ def recompute_logprobs(model, mb: MiniBatch, micros: list[MicroBatch], ucfg: Upd
             lp, _ = policy_logprobs(
                 model, micro, mb.targets[micro.start : micro.end], temperature=ucfg.temperature,
                 chunk=ucfg.logprob_chunk, mask=mb.loss_mask[micro.start : micro.end], share_prefix=ucfg.share_prefix,
+                compute_dtype=ucfg.compute_dtype,
             )
             out[micro.start : micro.end] = lp.float()
     finally:
@@ -251,7 +259,7 @@ def _optimizer_step(
         s, e = micro.start, micro.end
         lp, ent = policy_logprobs(
             model, micro, mb.targets[s:e], temperature=ucfg.temperature, chunk=ucfg.logprob_chunk, entropy=True,
-            mask=mask[s:e], share_prefix=ucfg.share_prefix,
+            mask=mask[s:e], share_prefix=ucfg.share_prefix, compute_dtype=ucfg.compute_dtype,
         )
         if lp_old is None:
             old = lp.detach().float()

@@ -6,8 +6,10 @@ integer equals A+B, 8 prompts × 4 completions per optimizer step, ≤ 64 comple
 AdamW lr 1e-6, grad clip 1, no reference model, one optimizer step per batch.
 
 1. Creates (once) a separate venv with `torch==2.13.0` (the CPU wheel on disk, --wheels) and `trl==1.16.0`.
-2. Runs TRL in that venv (bench/peer/trl_worker.py), then agentrl (bench/trainer_step.py), each in its own
-   process one after the other, and prints means of steps 2..N with agentrl/TRL ratios.
+2. Runs TRL in that venv (bench/peer/trl_worker.py) twice, fp32 and with its own mixed-precision switch
+   (GRPOConfig bf16=True), then agentrl (bench/trainer_step.py) in fp32 and in bf16 (model.compute_dtype and
+   rollout.engine_dtype), each in its own process one after the other, and prints means of steps 2..N with
+   ratios to TRL in the same precision.
 
 Both use every core; run it on a quiet machine, and read only the ratios of one run (numbers drift with load).
 
@@ -67,8 +69,9 @@ def run_json(cmd: list[str], out: Path) -> dict:
 LEAN = ["trainer.gradient_checkpointing=true", "trainer.optimizer_state=bfloat16", "trainer.mmap_threshold=131072"]
 
 
-def table(trl: dict, runs: list[tuple[str, dict]]) -> str:
-    """The side-by-side table: figure, TRL, then each agentrl run and its ratio to TRL (and which way is better)."""
+def table(runs: list[tuple[str, dict, dict]]) -> str:
+    """The side-by-side table: figure, then each run and its ratio to its TRL baseline (and which way is better);
+    runs are (name, figures, the TRL figures it is compared with)."""
     rows = [
         ("step wall (s)", "step_s", "lower"),
         ("generation tok/s", "gen_tok_s", "higher"),
@@ -78,16 +81,15 @@ def table(trl: dict, runs: list[tuple[str, dict]]) -> str:
         ("peak RSS (GB)", "peak_rss_gb", "lower"),
         ("mean reward", "reward", "—"),
     ]
-    head = "".join(f" {name} | {name}/TRL |" for name, _ in runs)
-    lines = [f"| figure | TRL {TRL} |{head}", "|---|---|" + "---|---|" * len(runs)]
+    head = "".join(f" {name} | ratio |" for name, _, _ in runs)
+    lines = [f"| figure |{head}", "|---|" + "---|---|" * len(runs)]
     for label, key, better in rows:
-        a = trl[key]
         cells = ""
-        for _, ours in runs:
-            b = ours[key]
-            ratio = f"{b / a:.2f}× ({better} is better)" if a and better != "—" else "—"
+        for _, ours, base in runs:
+            a, b = base[key], ours[key]
+            ratio = f"{b / a:.2f}× ({better} is better)" if a and better != "—" and ours is not base else "—"
             cells += f" {b:.2f} | {ratio} |"
-        lines.append(f"| {label} | {a:.2f} |{cells}")
+        lines.append(f"| {label} |{cells}")
     return "\n".join(lines)
 
 
@@ -97,7 +99,8 @@ def main() -> None:
     p.add_argument("--venv", type=Path, default=Path(os.environ.get(
         "AGENTRL_PEER_VENV", Path.home() / ".cache" / "agentrl-peer" / f"trl-{TRL}")))
     p.add_argument("--wheels", type=Path, default=Path(os.environ.get("AGENTRL_TORCH_WHEELS", "/opt/wheels")))
-    p.add_argument("--skip-trl", type=Path, default=None, help="reuse a TRL summary JSON instead of running TRL")
+    p.add_argument("--skip-trl", type=Path, default=None,
+                   help="reuse TRL summaries instead of running TRL: JSON {\"float32\": {...}, \"bfloat16\": {...}}")
     p.add_argument("--no-lean", action="store_true", help="skip agentrl's memory-lean run (" + " ".join(LEAN) + ")")
     args = p.parse_args()
 
@@ -107,29 +110,38 @@ def main() -> None:
     if not (model_dir / "config.json").exists():
         sys.exit(f"{model_dir} holds no converted model; run `make setup` first (this bench never uses the hub)")
     with tempfile.TemporaryDirectory() as tmp:
-        trl_out, our_out = Path(tmp) / "trl.json", Path(tmp) / "agentrl.json"
+        our_out = Path(tmp) / "agentrl.json"
         if args.skip_trl:
             trl = json.loads(args.skip_trl.read_text())
         else:
             py = ensure_venv(args.venv, args.wheels)
-            trl = run_json([str(py), str(HERE / "trl_worker.py"), "--model", str(model_dir),
-                            "--steps", str(args.steps), "--json", str(trl_out)], trl_out)
+            trl = {}
+            for name, flag in (("float32", []), ("bfloat16", ["--bf16"])):
+                out = Path(tmp) / f"trl_{name}.json"
+                trl[name] = run_json([str(py), str(HERE / "trl_worker.py"), "--model", str(model_dir),
+                                      "--steps", str(args.steps), "--json", str(out), *flag], out)
         step_cmd = [sys.executable, str(HERE.parent / "trainer_step.py"), "--steps", str(args.steps)]
-        ours = run_json([*step_cmd, "--json", str(our_out)], our_out)
-        runs = [("agentrl", ours)]
+        ours = run_json([*step_cmd, "--precisions", "float32,bfloat16", "--json", str(our_out)], our_out)
+        runs = [(f"TRL {TRL} fp32", trl["float32"], trl["float32"]), ("agentrl fp32", ours["float32"], trl["float32"]),
+                (f"TRL {TRL} bf16", trl["bfloat16"], trl["bfloat16"]),
+                ("agentrl bf16", ours["bfloat16"], trl["bfloat16"])]
         if not args.no_lean:
             lean_out = Path(tmp) / "agentrl_lean.json"
-            runs.append(("agentrl lean", run_json([*step_cmd, "--json", str(lean_out), *LEAN], lean_out)))
+            lean = run_json([*step_cmd, "--precisions", "float32", "--json", str(lean_out), *LEAN], lean_out)
+            runs.append(("agentrl lean fp32", lean["float32"], trl["float32"]))
     span = f"steps 2–{args.steps}" if args.steps > 1 else "step 1 (includes warm-up)"
-    print(f"\nTRL {TRL} GRPOTrainer vs agentrl, means of {span}, same run "
-          f"(machine shared: compare ratios only; CPU probe {ours.get('gflops', 0):.0f} GFLOP/s)\n")
-    print(table(trl, runs))
-    if ours.get("ceiling_tok_s"):
-        print(f"\ntraining ceiling (6 × params FLOP/token at the probed matmul rate): {ours['ceiling_tok_s']:.0f} tok/s; "
-              f"TRL at {trl['train_tok_s'] / ours['ceiling_tok_s']:.0%}, agentrl at {ours['train_tok_s'] / ours['ceiling_tok_s']:.0%}")
+    print(f"\nTRL {TRL} GRPOTrainer vs agentrl, means of {span}, same run; each ratio is against TRL in the same "
+          f"precision (machine shared: compare ratios only)\n")
+    print(table(runs))
+    for name in ("float32", "bfloat16"):
+        c = ours[name]["ceiling_tok_s"]
+        print(f"{name} training ceiling (6 × params FLOP/token at the probed {name} matmul rate, "
+              f"{ours[name]['gflops']:.0f} GFLOP/s): {c:.0f} tok/s; TRL at {trl[name]['train_tok_s'] / c:.0%}, "
+              f"agentrl at {ours[name]['train_tok_s'] / c:.0%}")
     if not args.no_lean:
         print(f"agentrl lean = agentrl with {' '.join(LEAN)}")
-    print("\nsettings that differ (all others equal: fp32, no vLLM, no KL, lr 1e-6, grad clip 1, 1 iteration):")
+    print("\nsettings that differ (all others equal: the precision of each pair, no vLLM, no KL, lr 1e-6, grad clip 1, "
+          "1 iteration; TRL's bf16=True is its Trainer's mixed precision, accelerate's bf16 autocast):")
     for what, a, b in DIFFERENCES:
         print(f"  {what}: TRL {a}; agentrl {b}")
 

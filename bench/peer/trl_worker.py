@@ -31,6 +31,7 @@ def main() -> None:
     p.add_argument("--model", required=True, help="local HF model directory (never a hub id)")
     p.add_argument("--steps", type=int, default=6)
     p.add_argument("--json", required=True)
+    p.add_argument("--bf16", action="store_true", help="TRL's own mixed-precision switch (GRPOConfig bf16=True)")
     args = p.parse_args()
 
     import torch
@@ -52,7 +53,7 @@ def main() -> None:
     tok = AutoTokenizer.from_pretrained(args.model)
     model = AutoModelForCausalLM.from_pretrained(args.model, dtype=torch.float32)
     cfg = GRPOConfig(
-        output_dir="/tmp/agentrl-peer-trl", use_cpu=True, bf16=False, use_vllm=False, beta=0.0, num_iterations=1,
+        output_dir="/tmp/agentrl-peer-trl", use_cpu=True, bf16=args.bf16, use_vllm=False, beta=0.0, num_iterations=1,
         max_completion_length=64, num_generations=4, per_device_train_batch_size=32, learning_rate=1e-6,
         max_grad_norm=1.0, temperature=1.0, top_k=0, top_p=1.0, gradient_checkpointing=False, report_to="none",
         max_steps=args.steps, logging_steps=1, save_strategy="no", seed=0,
