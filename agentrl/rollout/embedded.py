@@ -79,6 +79,58 @@ def _post(loop: asyncio.AbstractEventLoop, fut: asyncio.Future, value: Any = Non
         pass
 
 
+@dataclass(eq=False)
+class _Reply:
+    """Where a control message's answer goes: a future on the caller's loop."""
+
+    loop: asyncio.AbstractEventLoop
+    future: asyncio.Future
+
+    def send(self, value: Any = None, error: BaseException | None = None) -> None:
+        """Resolve the caller's future from the worker thread."""
+        _post(self.loop, self.future, value, error)
+
+
+@dataclass(eq=False)
+class _Update:
+    """Load `state_dict` (None: the weights are shared with the trainer, only the label moves) as `version`."""
+
+    reply: _Reply
+    state_dict: dict | None
+    version: int | None
+
+
+@dataclass(eq=False)
+class _Pause:
+    """Stop admitting requests; running ones finish, abort, freeze or are retracted per `mode`."""
+
+    reply: _Reply
+    mode: str
+
+
+@dataclass(eq=False)
+class _Resume:
+    """Admit requests again."""
+
+    reply: _Reply
+
+
+@dataclass(eq=False)
+class _Abort:
+    """End the requests whose rid starts with `prefix` (every request if None)."""
+
+    reply: _Reply
+    prefix: str | None
+
+
+@dataclass(eq=False)
+class _Close:
+    """Stop the worker."""
+
+
+_Control = _Update | _Pause | _Resume | _Abort
+
+
 class EmbeddedEngine:
     """In-process generation with exact behaviour logprobs; see the module docstring for the scheduling rules."""
 
@@ -140,7 +192,7 @@ class EmbeddedEngine:
         self._batch: KVBatch | None = None
         self._rows: list[_Request] = []
         self._paused: str | None = None
-        self._drain_waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future]] = []
+        self._drain_waiters: list[_Reply] = []
         self._outstanding = 0  # generate calls not yet answered (updated on the callers' loops)
         self._closed = False  # set by close() on the caller's side
         self._stopped = False  # set by the worker once it has shut down
@@ -188,7 +240,7 @@ class EmbeddedEngine:
                        session_id=session_id)
         req.future.add_done_callback(self._on_done)
         self._outstanding += 1
-        self._inbox.put(("generate", req))
+        self._inbox.put(req)
         try:
             return await req.future
         finally:
@@ -204,37 +256,37 @@ class EmbeddedEngine:
             raise EngineRequestError("update_weights needs exactly one of state_dict or path")
         if path is not None:
             state_dict = await asyncio.to_thread(load_state_dict_dir, path)
-        return await self._control("update", state_dict, version)
+        return await self._control(_Update, state_dict, version)
 
     async def push_weights(self, model, *, version: int, staging_dir: Path | None = None) -> None:
         """Publish the trainer's weights as `version` between two decode steps: only the version label when the
         engine already shares model's tensors (sync mode, `engine_view`), else an in-place copy of its state dict
         (no serialization; staging_dir is part of the Engine interface and unused here)."""
         if shares_weights(self.model, model):
-            await self._control("update", None, version)
+            await self._control(_Update, None, version)
         else:
-            await self._control("update", {k: v.detach() for k, v in model.state_dict().items()}, version)
+            await self._control(_Update, {k: v.detach() for k, v in model.state_dict().items()}, version)
 
     async def pause(self, mode: str = "finish") -> None:
         """Stop admitting requests; running ones finish, abort or freeze per mode (see module docstring)."""
         if mode not in PAUSE_MODES:
             raise EngineRequestError(f"unknown pause mode {mode!r}; use one of {', '.join(PAUSE_MODES)}")
-        await self._control("pause", mode)
+        await self._control(_Pause, mode)
 
     async def resume(self) -> None:
         """Admit requests again (and continue frozen ones)."""
-        await self._control("resume")
+        await self._control(_Resume)
 
     async def abort(self, rid: str | None = None) -> int:
         """End the requests whose rid starts with `rid` (every request if None) with finish_reason "abort" and
         their partial output, as SGLang's /abort_request does; returns how many were ended."""
-        return await self._control("abort", rid)
+        return await self._control(_Abort, rid)
 
     async def close(self) -> None:
         """Stop the worker; queued and running requests fail with EngineClosed."""
         if not self._closed:
             self._closed = True
-            self._inbox.put(("close",))
+            self._inbox.put(_Close())
         await asyncio.to_thread(self._thread.join)
 
     # ---- helpers on the caller's side ----
@@ -254,14 +306,14 @@ class EmbeddedEngine:
         if sampling.stop and self.tokenizer is None:
             raise EngineRequestError("stop strings need a tokenizer; pass tokenizer= to EmbeddedEngine")
 
-    async def _control(self, kind: str, *args: Any) -> Any:
-        """Send a control message to the worker and wait for its answer."""
+    async def _control(self, kind: type, *args: Any) -> Any:
+        """Send a control message (`kind(reply, *args)`) to the worker and wait for its answer."""
         if self._closed:
             raise EngineClosed("the embedded engine is closed")
         loop = asyncio.get_running_loop()
-        fut = loop.create_future()
-        self._inbox.put((kind, loop, fut, *args))
-        return await fut
+        reply = _Reply(loop, loop.create_future())
+        self._inbox.put(kind(reply, *args))
+        return await reply.future
 
     def _meta(self, prompt_tokens: int, seed: int, reason: str, matched: Any, length: int) -> dict[str, Any]:
         """Generation.meta: the seed used (to reproduce the sample) and SGLang's finish_reason object."""
@@ -295,8 +347,8 @@ class EmbeddedEngine:
                 except Exception as e:  # a failed forward fails its requests, not the engine
                     self._fail_rows(EngineError(f"embedded engine forward failed: {type(e).__name__}: {e}"))
                 if self._batch is None:
-                    for loop, fut in self._drain_waiters:
-                        _post(loop, fut)
+                    for reply in self._drain_waiters:
+                        reply.send()
                     self._drain_waiters.clear()
 
     def _handle_messages(self, block: bool) -> bool:
@@ -325,64 +377,64 @@ class EmbeddedEngine:
             if not self._handle(msg):
                 return
 
-    def _handle(self, msg: tuple) -> bool:
+    def _handle(self, msg: _Request | _Control | _Close) -> bool:
         """Apply one message; False for close."""
-        kind = msg[0]
-        if kind == "generate":
-            self._pending.append(msg[1])
-        elif kind == "close":
+        if isinstance(msg, _Request):
+            self._pending.append(msg)
+            return True
+        if isinstance(msg, _Close):
             self._shutdown()
             return False
+        apply = {_Update: self._apply_update, _Pause: self._apply_pause, _Resume: self._apply_resume,
+                 _Abort: self._apply_abort}[type(msg)]
+        try:
+            result = apply(msg)
+        except Exception as e:
+            msg.reply.send(error=e)
         else:
-            loop, fut, *args = msg[1:]
-            try:
-                result = self._control_now(kind, loop, fut, *args)
-            except Exception as e:
-                _post(loop, fut, error=e)
-            else:
-                if result is not _DEFERRED:
-                    _post(loop, fut, result)
+            if result is not _DEFERRED:
+                msg.reply.send(result)
         return True
 
-    def _control_now(self, kind: str, loop, fut, *args: Any) -> Any:
-        """Run a control message at a step boundary; returns its result or _DEFERRED if answered later."""
-        if kind == "update":
-            state_dict, version = args
-            if state_dict is not None:  # None: the weights are shared with the trainer, only the version moves
-                load_weights(self.model, state_dict)
-            for layer in self._packed:  # the packed copies follow the new values (shared ones changed in place)
-                layer.repack()
-            self.sessions.clear()  # keys and values of the old weights
-            self._version = int(version) if version is not None else self._version + 1
-            return self._version
-        if kind == "pause":
-            (mode,) = args
-            self._paused = mode
-            if mode == "abort":
-                for req in self._rows:
-                    self._finish(req, "abort")
-                self._batch, self._rows = None, []
-            if mode == "retract":  # back to the front of the queue; re-prefilled (current weights) on admission
-                for req in self._rows:
-                    req.retractions += 1
-                self._pending = [r for r in self._rows if not r.cancelled] + self._pending
-                self._batch, self._rows = None, []
-            if mode == "finish" and self._batch is not None:
-                self._drain_waiters.append((loop, fut))
-                return _DEFERRED
-            return None
-        if kind == "resume":
-            self._paused = None
-            return None
-        if kind == "abort":
-            (prefix,) = args
-            hit = [r for r in self._rows + self._pending if prefix is None or (r.rid or "").startswith(prefix)]
-            for req in hit:
+    def _apply_update(self, msg: _Update) -> int:
+        """Load new weights (or only move the version label) at a step boundary; returns the new version."""
+        if msg.state_dict is not None:
+            load_weights(self.model, msg.state_dict)
+        for layer in self._packed:  # the packed copies follow the new values (shared ones changed in place)
+            layer.repack()
+        self.sessions.clear()  # keys and values of the old weights
+        self._version = int(msg.version) if msg.version is not None else self._version + 1
+        return self._version
+
+    def _apply_pause(self, msg: _Pause) -> Any:
+        """Pause per mode; "finish" with requests running answers once they have drained (_DEFERRED)."""
+        self._paused = msg.mode
+        if msg.mode == "abort":
+            for req in self._rows:
                 self._finish(req, "abort")
-            self._keep_rows([i for i, r in enumerate(self._rows) if r not in hit])
-            self._pending = [r for r in self._pending if r not in hit]
-            return len(hit)
-        raise EngineError(f"unknown control message {kind!r}")
+            self._batch, self._rows = None, []
+        if msg.mode == "retract":  # back to the front of the queue; re-prefilled (current weights) on admission
+            for req in self._rows:
+                req.retractions += 1
+            self._pending = [r for r in self._rows if not r.cancelled] + self._pending
+            self._batch, self._rows = None, []
+        if msg.mode == "finish" and self._batch is not None:
+            self._drain_waiters.append(msg.reply)
+            return _DEFERRED
+        return None
+
+    def _apply_resume(self, msg: _Resume) -> None:
+        """Admit requests again (frozen ones continue)."""
+        self._paused = None
+
+    def _apply_abort(self, msg: _Abort) -> int:
+        """End matching running and queued requests with their partial output; returns how many."""
+        hit = [r for r in self._rows + self._pending if msg.prefix is None or (r.rid or "").startswith(msg.prefix)]
+        for req in hit:
+            self._finish(req, "abort")
+        self._keep_rows([i for i, r in enumerate(self._rows) if r not in hit])
+        self._pending = [r for r in self._pending if r not in hit]
+        return len(hit)
 
     def _admit(self) -> None:
         """Prefill queued requests (up to the batch limit) and merge them into the running batch."""
@@ -490,14 +542,14 @@ class EmbeddedEngine:
                 msg = self._inbox.get_nowait()
             except queue.Empty:
                 break
-            if msg[0] == "generate":
-                self._pending.append(msg[1])
-            elif msg[0] != "close":
-                _post(msg[1], msg[2], error=EngineClosed("the embedded engine was closed"))
+            if isinstance(msg, _Request):
+                self._pending.append(msg)
+            elif not isinstance(msg, _Close):
+                msg.reply.send(error=EngineClosed("the embedded engine was closed"))
         for req in self._pending:
             _post(req.loop, req.future, error=EngineClosed("the embedded engine was closed"))
-        for loop, fut in self._drain_waiters:
-            _post(loop, fut)
+        for reply in self._drain_waiters:
+            reply.send()
         self._pending, self._drain_waiters = [], []
 
 

@@ -22,7 +22,7 @@ from agentrl.rollout.sglang_client import (
     version_number,
 )
 
-from .engine_fixtures import engine, fresh_engine, greedy, prompts, served, server_process  # noqa: F401
+from .engine_fixtures import engine, fresh_engine, greedy, prompts, served, server_process, until  # noqa: F401
 
 
 def _requests(prompts):
@@ -111,13 +111,12 @@ def test_pause_abort_returns_partial_output_on_http_200(fresh_engine, prompts):
             client = SGLangClient(url)
             try:
                 task = asyncio.create_task(client.generate(prompts[0], SamplingParams(max_new_tokens=300, seed=1)))
-                while fresh_engine.stats["decode_steps"] < 2:
-                    await asyncio.sleep(0.005)
+                await until(lambda: fresh_engine.stats["decode_steps"] >= 2, "the request to decode")
                 await client.pause("abort")
                 gen = await task
                 held = asyncio.create_task(client.generate(prompts[1], greedy(2)))
-                await asyncio.sleep(0.2)
-                assert not held.done(), "a paused client must hold new requests"
+                await asyncio.sleep(0)  # the held task's first turn: a client ignoring the pause sends it right here
+                assert not held.done() and client.in_flight == 0, "a paused client must hold new requests"
                 await client.resume()
                 return gen, await held
             finally:
@@ -139,8 +138,7 @@ def test_weight_update_and_a_pause_give_per_token_versions(fresh_engine, prompts
                 after = await client.generate(prompts[0], greedy(4))
                 info = await client.model_info()
                 task = asyncio.create_task(client.generate(prompts[0], SamplingParams(max_new_tokens=60, seed=2)))
-                while fresh_engine.stats["decode_steps"] < 8:
-                    await asyncio.sleep(0.005)
+                await until(lambda: fresh_engine.stats["decode_steps"] >= 8, "the request to decode")
                 await client.pause("in_place")
                 await fresh_engine.update_weights(fresh_engine.model.state_dict(), version=2)
                 await client.resume()
@@ -189,7 +187,7 @@ def test_server_killed_mid_request_fails_fast_or_fails_over(server_process, engi
                 await pauser.pause("in_place")
                 await pauser.close()
                 task = asyncio.create_task(client.generate(prompts[0], SamplingParams(max_new_tokens=4000)))
-                await asyncio.sleep(1.0)
+                await until(lambda: client.in_flight == 1, "the request to be on the wire")
                 assert not task.done()
                 server_process.kill()
                 started = time.monotonic()
@@ -216,7 +214,7 @@ def hold_forward_until_paused(engine, n: int) -> list[int]:
 
     def put_and_signal(item, *args, **kwargs):
         put(item, *args, **kwargs)
-        if item[0] == "pause":
+        if type(item).__name__ == "_Pause":  # the engine inbox's pause message
             queued.set()
 
     def hold(module, args, kwargs):  # on the worker thread
@@ -241,8 +239,7 @@ def test_finish_pause_never_aborts_another_clients_requests(fresh_engine, prompt
             try:
                 calls = hold_forward_until_paused(fresh_engine, 4)  # their request is mid-generation at any pause
                 theirs = asyncio.create_task(other.generate(prompts[0], SamplingParams(max_new_tokens=40, seed=1)))
-                while calls[0] < 4:
-                    await asyncio.sleep(0.01)
+                await until(lambda: calls[0] >= 4, "the 4th forward")
                 await mine.pause("finish")
                 await mine.update_weights(path=str(tmp_path), version=1)
                 await mine.resume()
@@ -272,8 +269,8 @@ def test_push_weights_mid_generation_gives_exact_per_token_versions(fresh_engine
             try:
                 calls = hold_forward_until_paused(fresh_engine, 5)
                 task = asyncio.create_task(client.generate(prompts[0], SamplingParams(max_new_tokens=40, seed=5)))
-                while calls[0] < 5:  # the worker now waits inside its 5th forward for the pause (no timing)
-                    await asyncio.sleep(0.01)
+                # the worker now waits inside its 5th forward for the pause (no timing)
+                await until(lambda: calls[0] >= 5, "the 5th forward")
                 await client.push_weights(new, version=1, staging_dir=tmp_path / "staging")
                 return await task, client.version
             finally:

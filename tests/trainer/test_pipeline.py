@@ -301,7 +301,7 @@ def test_in_flight_sync_labels_every_token_with_the_weights_that_produced_it(tmp
 
     def put_and_signal(item, *args, **kwargs):  # the worker reads this queue: signal once the pause is in it
         put(item, *args, **kwargs)
-        if item[0] == "pause":
+        if type(item).__name__ == "_Pause":  # the engine inbox's pause message
             pause_queued.set()
 
     def hold_sixth_forward(module, args, kwargs):  # runs on the engine's worker thread
@@ -319,7 +319,9 @@ def test_in_flight_sync_labels_every_token_with_the_weights_that_produced_it(tmp
         pipeline.engine = client
         try:
             task = asyncio.create_task(client.generate(prompt, SamplingParams(max_new_tokens=30, seed=1)))
+            deadline = time.monotonic() + 120
             while calls[0] < 6:  # yields to the server until the worker sits in its 6th forward (no timing)
+                assert time.monotonic() < deadline, "the engine never reached its 6th forward"
                 await asyncio.sleep(0.01)
             await pipeline.sync_in_flight(lambda: client.update_weights(path=str(tmp_path / "w1"), version=1))
             return await asyncio.wait_for(task, 120)
