@@ -172,50 +172,63 @@ def train_on_minibatch(
     micros = microbatches(mb, ucfg.micro_batch_tokens, share_prefix=share)
     if lp_ref is None and ref_model is not None and ucfg.loss_cfg.kl_coef > 0:
         lp_ref = recompute_logprobs(ref_model, mb, micros, ucfg)
-    steps = ucfg.mini_batches * ucfg.ppo_epochs
     action = mb.loss_mask > 0
     fresh = bool((mb.versions[action] == current_version).all())
-    on_policy = steps == 1 and fresh and trajectory_local(mb, micros)
-
+    on_policy = ucfg.mini_batches * ucfg.ppo_epochs == 1 and fresh and trajectory_local(mb, micros)
     if on_policy:  # π_old = π_θ of the training forward: no recompute
-        step = _optimizer_step(model, optimizer, mb, micros, ucfg, traj_advantages, lp_old=None, weights=None,
-                               lp_ref=lp_ref, first_step=True)
-        lp_old = step.pop_lp_old()
+        old = _OldPolicy.from_forward(mb.num_tokens)
+        step_metrics = [_optimizer_step(model, optimizer, mb, micros, ucfg, traj_advantages, old=old, lp_ref=lp_ref,
+                                        first_step=True)]
+        lp_old = old.lp_old
         corr = correction_weights(lp_old, mb.behaviour_logprobs, action, mb.traj_index, mb.num_trajectories,
                                   traj_advantages, ucfg.correction)  # the same decisions, for the metrics
-        step_metrics = [step.metrics]
     else:
         lp_old = recompute_logprobs(model, mb, micros, ucfg)  # once, before any step
         corr = correction_weights(lp_old, mb.behaviour_logprobs, action, mb.traj_index, mb.num_trajectories,
                                   traj_advantages, ucfg.correction)
-        parts = []
-        for lo, hi in split_trajectories(mb.num_trajectories, ucfg.mini_batches):
-            part, s, e = slice_trajectories(mb, lo, hi)
-            if part.num_tokens:
-                parts.append((part, microbatches(part, ucfg.micro_batch_tokens, share_prefix=share), s, e,
-                              traj_advantages[lo:hi]))
-        step_metrics = []
-        for _ in range(ucfg.ppo_epochs):
-            for part, part_micros, s, e, adv in parts:
-                step = _optimizer_step(
-                    model, optimizer, part, part_micros, ucfg, adv, lp_old=lp_old[s:e], weights=corr.weights[s:e],
-                    lp_ref=None if lp_ref is None else lp_ref[s:e], first_step=not step_metrics,
-                )
-                step_metrics.append(step.metrics)
-
+        step_metrics = _off_policy_steps(model, optimizer, mb, ucfg, traj_advantages, lp_old, corr.weights, lp_ref,
+                                         share)
     metrics: dict[str, float] = dict(corr.metrics)
     metrics.update(mismatch_metrics(lp_old, mb.behaviour_logprobs, mb.loss_mask, mb.traj_index, mb.num_trajectories,
                                     versions=mb.versions, current_version=current_version))
     metrics.update(staleness_metrics(mb.versions, mb.loss_mask, mb.traj_index, mb.num_trajectories, current_version))
-    for key in step_metrics[0]:
-        values = [m[key] for m in step_metrics]
-        metrics[key] = sum(values) if key == "trainer/skipped_steps" else sum(values) / len(values)
-    metrics["trainer/optimizer_steps"] = float(len(step_metrics))
+    metrics.update(_mean_step_metrics(step_metrics))
     metrics["trainer/pi_old_recomputed"] = 0.0 if on_policy else 1.0
     metrics["trainer/micro_batches"] = float(len(micros))
     metrics["trainer/tokens"] = float(mb.num_tokens)
     metrics["trainer/action_tokens"] = float(action.sum())
     return metrics
+
+
+def _off_policy_steps(model, optimizer, mb: MiniBatch, ucfg: UpdateConfig, traj_advantages: Tensor, lp_old: Tensor,
+                      weights: Tensor, lp_ref: Tensor | None, share: bool) -> list[dict[str, float]]:
+    """ppo_epochs passes over mini_batches contiguous trajectory ranges, one optimizer step each, all against the
+    π_old and correction weights fixed before the first step; returns each step's metrics."""
+    parts = []
+    for lo, hi in split_trajectories(mb.num_trajectories, ucfg.mini_batches):
+        part, s, e = slice_trajectories(mb, lo, hi)
+        if part.num_tokens:
+            parts.append((part, microbatches(part, ucfg.micro_batch_tokens, share_prefix=share), s, e,
+                          traj_advantages[lo:hi]))
+    step_metrics: list[dict[str, float]] = []
+    for _ in range(ucfg.ppo_epochs):
+        for part, part_micros, s, e, adv in parts:
+            old = _OldPolicy.fixed(lp_old[s:e], weights[s:e])
+            step_metrics.append(_optimizer_step(
+                model, optimizer, part, part_micros, ucfg, adv, old=old,
+                lp_ref=None if lp_ref is None else lp_ref[s:e], first_step=not step_metrics,
+            ))
+    return step_metrics
+
+
+def _mean_step_metrics(step_metrics: list[dict[str, float]]) -> dict[str, float]:
+    """Means over the optimizer steps (skipped steps summed), and how many steps there were."""
+    out = {}
+    for key in step_metrics[0]:
+        values = [m[key] for m in step_metrics]
+        out[key] = sum(values) if key == "trainer/skipped_steps" else sum(values) / len(values)
+    out["trainer/optimizer_steps"] = float(len(step_metrics))
+    return out
 
 
 def split_trajectories(num_traj: int, parts: int) -> list[tuple[int, int]]:
@@ -225,33 +238,50 @@ def split_trajectories(num_traj: int, parts: int) -> list[tuple[int, int]]:
     return list(zip(bounds[:-1], bounds[1:], strict=True))
 
 
-class _Step:
-    """Metrics of one optimizer step, and π_old when it was taken from the training forward."""
+class _OldPolicy:
+    """π_old and the correction weights of an optimizer step's tokens, in one of two modes:
+    fixed (recomputed for the whole batch before the first step), or taken from the training forward itself
+    (on-policy: π_old = π_θ detached, corrections decided per micro-batch; exact when no trajectory spans two
+    micro-batches), in which case `lp_old` collects the values for the batch's metrics."""
 
-    def __init__(self, metrics: dict[str, float], lp_old: Tensor | None):
-        self.metrics, self._lp_old = metrics, lp_old
+    def __init__(self, lp_old: Tensor, weights: Tensor | None):
+        self.lp_old, self._weights = lp_old, weights
 
-    def pop_lp_old(self) -> Tensor:
-        lp, self._lp_old = self._lp_old, None
-        return lp
+    @classmethod
+    def fixed(cls, lp_old: Tensor, weights: Tensor) -> _OldPolicy:
+        """π_old and weights given for every token of the step."""
+        return cls(lp_old, weights)
+
+    @classmethod
+    def from_forward(cls, num_tokens: int) -> _OldPolicy:
+        """π_old read off the training forward (filled in micro-batch by micro-batch)."""
+        return cls(torch.zeros(num_tokens), None)
+
+    @property
+    def is_fixed(self) -> bool:
+        """True when π_old was recomputed before the step (not taken from its forward)."""
+        return self._weights is not None
+
+    def for_micro(self, lp: Tensor, mb: MiniBatch, micro: MicroBatch, traj_adv: Tensor,
+                  ucfg: UpdateConfig) -> tuple[Tensor, Tensor]:
+        """(π_old, correction weights) of the micro-batch's tokens; lp is its training forward's logprobs."""
+        s, e = micro.start, micro.end
+        if self.is_fixed:
+            return self.lp_old[s:e], self._weights[s:e]
+        old = lp.detach().float()
+        self.lp_old[s:e] = old
+        w = correction_weights(old, mb.behaviour_logprobs[s:e], mb.loss_mask[s:e], mb.traj_index[s:e],
+                               mb.num_trajectories, traj_adv, ucfg.correction).weights
+        return old, w
 
 
 def _optimizer_step(
     model, optimizer, mb: MiniBatch, micros: list[MicroBatch], ucfg: UpdateConfig, traj_adv: Tensor, *,
-    lp_old: Tensor | None, weights: Tensor | None, lp_ref: Tensor | None, first_step: bool,
-) -> _Step:
-    """Accumulate the loss of mb over its micro-batches, clip, step. lp_old None: π_old is the detached π_θ of
-    this forward and the correction weights are decided per micro-batch (callers guarantee locality)."""
-    spec = LOSS_SPECS[ucfg.loss]
-    mask = mb.loss_mask
-    norm = loss_normalizer(mask, mb.traj_index, mb.num_trajectories)
-    traj_log_ratio = None  # None: a micro-batch computes GSPO's s_i from its own (whole) trajectories
-    if spec.trajectory_ratio:
-        if first_step:  # π_θ = π_old at the first step: the mini-batch-wide log-ratio is 0
-            traj_log_ratio = torch.zeros(mb.num_trajectories)
-        elif not trajectory_local(mb, micros):
-            traj_log_ratio = _trajectory_log_ratio(model, mb, micros, ucfg, lp_old, norm)
-    own_old = torch.zeros(mb.num_tokens) if lp_old is None else None
+    old: _OldPolicy, lp_ref: Tensor | None, first_step: bool,
+) -> dict[str, float]:
+    """Accumulate the loss of mb over its micro-batches, clip, step; returns the step's metrics."""
+    norm = loss_normalizer(mb.loss_mask, mb.traj_index, mb.num_trajectories)
+    traj_log_ratio = _gspo_log_ratio(model, mb, micros, ucfg, old, norm, first_step)
     optimizer.zero_grad(set_to_none=True)
     sums: dict[str, float] = {}
     entropy_sum = 0.0
@@ -259,36 +289,46 @@ def _optimizer_step(
         s, e = micro.start, micro.end
         lp, ent = policy_logprobs(
             model, micro, mb.targets[s:e], temperature=ucfg.temperature, chunk=ucfg.logprob_chunk, entropy=True,
-            mask=mask[s:e], share_prefix=ucfg.share_prefix, compute_dtype=ucfg.compute_dtype,
+            mask=mb.loss_mask[s:e], share_prefix=ucfg.share_prefix, compute_dtype=ucfg.compute_dtype,
         )
-        if lp_old is None:
-            old = lp.detach().float()
-            own_old[s:e] = old
-            w = correction_weights(old, mb.behaviour_logprobs[s:e], mask[s:e], mb.traj_index[s:e],
-                                   mb.num_trajectories, traj_adv, ucfg.correction).weights
-        else:
-            old, w = lp_old[s:e], weights[s:e]
+        lp_old, w = old.for_micro(lp, mb, micro, traj_adv, ucfg)
         loss, m = policy_loss(
-            ucfg.loss, lp, old, mb.advantages[s:e], mask[s:e], traj_index=mb.traj_index[s:e], norm=norm,
+            ucfg.loss, lp, lp_old, mb.advantages[s:e], mb.loss_mask[s:e], traj_index=mb.traj_index[s:e], norm=norm,
             cfg=ucfg.loss_cfg, reduction=ucfg.reduction, weights=w,
             lp_ref=None if lp_ref is None else lp_ref[s:e], traj_log_ratio=traj_log_ratio,
         )
         loss.backward()
         for k, v in m.items():
             sums[k] = sums.get(k, 0.0) + float(v)
-        entropy_sum += float((ent * mask[s:e]).sum())
+        entropy_sum += float((ent * mb.loss_mask[s:e]).sum())
     metrics = dict(sums)
     metrics["actor/entropy"] = entropy_sum / max(norm.num_tokens, 1.0)
-    grad_norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), ucfg.grad_clip))
-    metrics["actor/grad_norm"] = grad_norm
-    if math.isfinite(grad_norm):
-        optimizer.step()
-        metrics["trainer/skipped_steps"] = 0.0
-    else:
-        metrics["trainer/skipped_steps"] = 1.0
-    optimizer.zero_grad(set_to_none=True)
+    metrics.update(_clip_and_step(model, optimizer, ucfg.grad_clip))
     release_memory()
-    return _Step(metrics, own_old)
+    return metrics
+
+
+def _clip_and_step(model, optimizer, grad_clip: float) -> dict[str, float]:
+    """Clip the gradient norm and step, unless the norm is not finite (then the step is skipped and counted)."""
+    grad_norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip))
+    finite = math.isfinite(grad_norm)
+    if finite:
+        optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    return {"actor/grad_norm": grad_norm, "trainer/skipped_steps": 0.0 if finite else 1.0}
+
+
+def _gspo_log_ratio(model, mb: MiniBatch, micros, ucfg: UpdateConfig, old: _OldPolicy, norm,
+                    first_step: bool) -> Tensor | None:
+    """GSPO's mini-batch-wide s_i when a micro-batch cannot compute it from its own whole trajectories: zeros at
+    the first step (π_θ = π_old), else recomputed; None where each micro-batch holds its trajectories whole."""
+    if not LOSS_SPECS[ucfg.loss].trajectory_ratio:
+        return None
+    if first_step:
+        return torch.zeros(mb.num_trajectories)
+    if trajectory_local(mb, micros):
+        return None
+    return _trajectory_log_ratio(model, mb, micros, ucfg, old.lp_old, norm)
 
 
 @torch.no_grad()
