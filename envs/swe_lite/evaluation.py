@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 from agentrl.envs.swe_lite.patches import PatchError, apply_patch
-from agentrl.envs.swe_lite.tasks import Task, TaskError, load_swebench, load_tasks
+from agentrl.envs.swe_lite.tasks import Task, TaskError, load_any
 
 from agentrl.errors import SandboxError
 from agentrl.evaluation import EvalConfig, EvalHook, EvalTask
@@ -59,11 +59,8 @@ class SweLiteEvalHook(EvalHook):
 
     def tasks(self, job: EvalConfig) -> list[EvalTask]:
         """The split's tasks (shipped corpus, --tasks JSONL, or SWE-bench JSONL + --snapshots), validated."""
-        if job.snapshots:
-            tasks = [t for t in load_swebench(job.tasks_path, job.snapshots, split=job.split or "test")
-                     if job.split is None or t.split == job.split]
-        else:
-            tasks = load_tasks(job.tasks_path, job.split)
+        # as training finds them: SWE-bench records read their repos from --snapshots, else snapshots/ beside the JSONL
+        tasks = load_any(job.tasks_path, job.snapshots, job.split or "test", snapshots_option="--snapshots DIR")
         self._tasks = tasks[: job.limit]
         for task in self._tasks:
             validate_task(task)

@@ -232,9 +232,10 @@ def load_swebench(path: str | os.PathLike, snapshots: str | os.PathLike, split: 
 
 
 def load_any(tasks: str | os.PathLike | None, snapshots: str | os.PathLike | None = None,
-             split: str | None = None) -> list[Task]:
-    """The env's loader: the shipped corpus, a swe_lite JSONL (records carry `files`), or SWE-bench-style JSONL
-    with repository snapshots in `snapshots` (default: a `snapshots/` folder next to the JSONL).
+             split: str | None = None, *, snapshots_option: str = "env.kwargs.snapshots=DIR") -> list[Task]:
+    """The loader of the env and of `agentrl eval`: the shipped corpus, a swe_lite JSONL (records carry `files`),
+    or SWE-bench-style JSONL with repository snapshots in `snapshots` (default: a `snapshots/` folder next to the
+    JSONL). `snapshots_option` is how the caller's user names the folder (in the error when none is found).
 
     SWE-bench records without a `split` field belong to every split asked for (give them one to hold some out).
     """
@@ -250,7 +251,7 @@ def load_any(tasks: str | os.PathLike | None, snapshots: str | os.PathLike | Non
         if not guess.is_dir():
             bare = next(r.get("instance_id", f"line {n}") for n, r in enumerate(records, 1) if not r.get("files"))
             raise TaskError(f"{path}: task {bare} has no `files`, and no snapshot folder was given: looked for "
-                            f"{guess}; pass env.kwargs.snapshots=DIR (DIR/<instance_id>/ or DIR/<owner>__<repo>/)")
+                            f"{guess}; pass {snapshots_option} (DIR/<instance_id>/ or DIR/<owner>__<repo>/)")
         snapshots = guess
     if tasks is None:
         raise TaskError("env.kwargs.snapshots needs env.kwargs.tasks (the SWE-bench-style JSONL)")

@@ -58,3 +58,35 @@ def test_missing_snapshots_name_the_path_looked_for(tmp_path):
         make("swe_lite", tasks=str(path))
     with pytest.raises(TaskError, match=f"looked for {tmp_path / 'nowhere'}"):
         make("swe_lite", tasks=str(path), snapshots=str(tmp_path / "nowhere"))
+
+
+def _eval(tmp_path, *argv):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[3]
+    env = {**os.environ, "PYTHONPATH": f"{repo}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    return subprocess.run([sys.executable, "-m", "agentrl", "eval", "--quiet", "--env", "swe_lite", *argv],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)
+
+
+@pytest.mark.docker
+def test_eval_finds_the_snapshots_folder_next_to_the_tasks_as_train_does(tmp_path, docker_backend):
+    """Guards `agentrl eval --tasks my.jsonl` saying "no tasks for env 'swe_lite' (split 'test')" while train
+    found snapshots/ beside the file: the gold patch must resolve the task, graded in a real sandbox."""
+    path = write_tasks(tmp_path)
+    (tmp_path / "snaps").rename(tmp_path / "snapshots")
+    out = tmp_path / "r.jsonl"
+    r = _eval(tmp_path, "--tasks", str(path), "--oracle", "gold", "--backend", docker_backend, "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    (record,) = [json.loads(x) for x in out.read_text().splitlines()]
+    assert record["instance_id"] == "acme__calc-1" and record["resolved"] and not record["infra_error"], record
+
+
+def test_eval_without_snapshots_names_the_folder_it_looked_for_and_the_flag(tmp_path):
+    path = write_tasks(tmp_path, snapshots=False)
+    r = _eval(tmp_path, "--tasks", str(path), "--oracle", "gold", "--out", str(tmp_path / "r.jsonl"))
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr
+    assert f"looked for {tmp_path / 'snapshots'}; pass --snapshots DIR" in r.stderr, r.stderr
