@@ -268,74 +268,96 @@ class Config(_Section):
 
     @model_validator(mode="after")
     def _combinations(self) -> Config:
-        problems = []
-        if self.rollout.group_size < 2 and self.trainer.steps > 0 and self.algo.advantage != "reinforce_pp_baseline":
-            problems.append(
-                f"rollout.group_size={self.rollout.group_size} gives {self.algo.advantage} no baseline (use 2 or more)"
-            )
-        if self.rollout.engine == "sglang" and not self.rollout.urls:
-            problems.append("rollout.engine=sglang needs rollout.urls (e.g. rollout.urls=[http://host:30000])")
-        r = self.rollout
-        if r.engine == "sglang" and self.trainer.steps > 0 and (r.top_p < 1 or r.top_k not in (-1, 0)):
-            problems.append(  # SGLang 0.5.23 returns log_softmax(logits/T) over the full vocabulary (issue 18)
-                f"rollout.top_p={r.top_p} / rollout.top_k={r.top_k} with rollout.engine=sglang: SGLang reports "
-                "full-vocabulary logprobs, not those of the truncated distribution it samples, which would bias "
-                "every importance ratio (train with rollout.top_p=1 and rollout.top_k=-1)")
-        for key in ("geo_band", "seq_band", "mis_band"):
-            lo, hi = getattr(self.algo, key)
-            if not 0 < lo <= 1 <= hi:
-                problems.append(f"algo.{key}={[lo, hi]} must be [low, high] with 0 < low ≤ 1 ≤ high")
-        if self.algo.reduction is not None:
-            from agentrl.trainer.losses import LOSS_SPECS  # the loss declares the reduction it needs
-
-            need = LOSS_SPECS[self.algo.loss].reduction
-            if need is not None and self.algo.reduction != need:
-                problems.append(
-                    f"algo.loss={self.algo.loss} needs algo.reduction={need}, got algo.reduction={self.algo.reduction} "
-                    "(set it to that or leave algo.reduction unset)"
-                )
-        if self.rollout.temperature == 0 and self.trainer.steps > 0:
-            problems.append("rollout.temperature=0 (greedy) has no sampling distribution to train on (use > 0)")
-        if self.rollout.max_new_tokens >= self.rollout.max_context_tokens:
-            problems.append(
-                f"rollout.max_new_tokens={self.rollout.max_new_tokens} must be below "
-                f"rollout.max_context_tokens={self.rollout.max_context_tokens}"
-            )
-        r = self.rollout
-        if r.mode == "one_step_off" and r.max_staleness < 1:
-            problems.append("rollout.mode=one_step_off overlaps one step, so it needs rollout.max_staleness ≥ 1")
-        if r.mode == "async" and r.max_staleness < 1:
-            problems.append("rollout.mode=async with rollout.max_staleness=0 cannot overlap anything (use sync)")
-        if r.drop_staleness is not None and r.drop_staleness < r.max_staleness:
-            problems.append(
-                f"rollout.drop_staleness={r.drop_staleness} is below rollout.max_staleness={r.max_staleness}: "
-                "admitted groups would be dropped (use ≥ max_staleness or leave it unset)"
-            )
-        if r.mode == "sync" and (r.drop_staleness is not None or r.max_staleness != _default(RolloutConfig, "max_staleness")):
-            key = "drop_staleness" if r.drop_staleness is not None else "max_staleness"
-            problems.append(f"rollout.{key} bounds overlapped rollouts, which rollout.mode=sync has none of (use one_step_off "
-                            "or async, or leave it unset)")
-        if r.urls and r.engine != "sglang":
-            problems.append("rollout.urls is used only by rollout.engine=sglang (set it, or leave rollout.urls unset)")
+        """Refuse combinations of keys that cannot run together, naming every problem at once."""
+        problems = [*_sampling_problems(self), *_algo_problems(self), *_overlap_problems(self.rollout),
+                    *_cluster_problems(self.cluster)]
         t = self.trainer
         if t.eval_every and not t.eval_episodes:
             problems.append(f"trainer.eval_every={t.eval_every} evaluates nothing with trainer.eval_episodes=0 "
                             "(set trainer.eval_episodes)")
-        c = self.cluster
-        ignored = [k for k in ClusterConfig.model_fields if k != "backend" and getattr(c, k) != _default(ClusterConfig, k)]
-        if c.backend == "local" and ignored:
-            problems.append(f"cluster.{ignored[0]} is used only by cluster.backend=ray (set it, or leave "
-                            f"cluster.{ignored[0]} unset)")
-        if c.backend == "ray" and importlib.util.find_spec("ray") is None:
-            problems.append("cluster.backend=ray needs Ray, which is not installed (pip install 'agentrl[ray]')")
-        for name, amount in c.worker_resources.items():
-            if name in ("CPU", "GPU"):
-                problems.append(f"cluster.worker_resources.{name} is not a custom resource (use cluster.cpus_per_worker)")
-            elif amount <= 0:
-                problems.append(f"cluster.worker_resources.{name}={amount} must be > 0")
         if problems:
             raise ValueError("; ".join(problems))
         return self
+
+
+def _sampling_problems(cfg: Config) -> list[str]:
+    """The rollout engine and sampling keys against each other and against training."""
+    problems, r, training = [], cfg.rollout, cfg.trainer.steps > 0
+    if r.group_size < 2 and training and cfg.algo.advantage != "reinforce_pp_baseline":
+        problems.append(f"rollout.group_size={r.group_size} gives {cfg.algo.advantage} no baseline (use 2 or more)")
+    if r.engine == "sglang" and not r.urls:
+        problems.append("rollout.engine=sglang needs rollout.urls (e.g. rollout.urls=[http://host:30000])")
+    if r.engine == "sglang" and training and (r.top_p < 1 or r.top_k not in (-1, 0)):
+        problems.append(  # SGLang 0.5.23 returns log_softmax(logits/T) over the full vocabulary
+            f"rollout.top_p={r.top_p} / rollout.top_k={r.top_k} with rollout.engine=sglang: SGLang reports "
+            "full-vocabulary logprobs, not those of the truncated distribution it samples, which would bias "
+            "every importance ratio (train with rollout.top_p=1 and rollout.top_k=-1)")
+    if r.urls and r.engine != "sglang":
+        problems.append("rollout.urls is used only by rollout.engine=sglang (set it, or leave rollout.urls unset)")
+    if r.engine != "embedded" and r.engine_dtype != "auto":
+        problems.append(f"rollout.engine_dtype={r.engine_dtype} is used only by rollout.engine=embedded (the "
+                        "server's own dtype applies; leave it unset)")
+    if r.temperature == 0 and training:
+        problems.append("rollout.temperature=0 (greedy) has no sampling distribution to train on (use > 0)")
+    if r.max_new_tokens >= r.max_context_tokens:
+        problems.append(f"rollout.max_new_tokens={r.max_new_tokens} must be below "
+                        f"rollout.max_context_tokens={r.max_context_tokens}")
+    return problems
+
+
+def _algo_problems(cfg: Config) -> list[str]:
+    """Correction bands, and the reduction a loss requires."""
+    problems = []
+    for key in ("geo_band", "seq_band", "mis_band"):
+        lo, hi = getattr(cfg.algo, key)
+        if not 0 < lo <= 1 <= hi:
+            problems.append(f"algo.{key}={[lo, hi]} must be [low, high] with 0 < low ≤ 1 ≤ high")
+    if cfg.algo.reduction is not None:
+        from agentrl.trainer.losses import LOSS_SPECS  # the loss declares the reduction it needs
+
+        need = LOSS_SPECS[cfg.algo.loss].reduction
+        if need is not None and cfg.algo.reduction != need:
+            problems.append(
+                f"algo.loss={cfg.algo.loss} needs algo.reduction={need}, got algo.reduction={cfg.algo.reduction} "
+                "(set it to that or leave algo.reduction unset)"
+            )
+    return problems
+
+
+def _overlap_problems(r: RolloutConfig) -> list[str]:
+    """The rollout mode against its staleness bounds."""
+    problems = []
+    if r.mode == "one_step_off" and r.max_staleness < 1:
+        problems.append("rollout.mode=one_step_off overlaps one step, so it needs rollout.max_staleness ≥ 1")
+    if r.mode == "async" and r.max_staleness < 1:
+        problems.append("rollout.mode=async with rollout.max_staleness=0 cannot overlap anything (use sync)")
+    if r.drop_staleness is not None and r.drop_staleness < r.max_staleness:
+        problems.append(
+            f"rollout.drop_staleness={r.drop_staleness} is below rollout.max_staleness={r.max_staleness}: "
+            "admitted groups would be dropped (use ≥ max_staleness or leave it unset)"
+        )
+    if r.mode == "sync" and (r.drop_staleness is not None or r.max_staleness != _default(RolloutConfig, "max_staleness")):
+        key = "drop_staleness" if r.drop_staleness is not None else "max_staleness"
+        problems.append(f"rollout.{key} bounds overlapped rollouts, which rollout.mode=sync has none of (use one_step_off "
+                        "or async, or leave it unset)")
+    return problems
+
+
+def _cluster_problems(c: ClusterConfig) -> list[str]:
+    """Ray-only keys without Ray, a missing Ray install, malformed custom resources."""
+    problems = []
+    ignored = [k for k in ClusterConfig.model_fields if k != "backend" and getattr(c, k) != _default(ClusterConfig, k)]
+    if c.backend == "local" and ignored:
+        problems.append(f"cluster.{ignored[0]} is used only by cluster.backend=ray (set it, or leave "
+                        f"cluster.{ignored[0]} unset)")
+    if c.backend == "ray" and importlib.util.find_spec("ray") is None:
+        problems.append("cluster.backend=ray needs Ray, which is not installed (pip install 'agentrl[ray]')")
+    for name, amount in c.worker_resources.items():
+        if name in ("CPU", "GPU"):
+            problems.append(f"cluster.worker_resources.{name} is not a custom resource (use cluster.cpus_per_worker)")
+        elif amount <= 0:
+            problems.append(f"cluster.worker_resources.{name}={amount} must be > 0")
+    return problems
 
 
 # --- loading -------------------------------------------------------------------------------------------

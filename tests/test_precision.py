@@ -137,3 +137,14 @@ def test_bf16_engine_samples_from_fp32_logits_and_follows_weight_updates(packed)
             await e16.close()
 
     asyncio.run(run())
+
+
+def test_an_engine_dtype_for_an_sglang_engine_is_refused_naming_the_key():
+    from agentrl.config import load_config
+    from agentrl.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="rollout.engine_dtype=bfloat16 is used only by rollout.engine=embedded"):
+        load_config(None, overrides=["rollout.engine=sglang", "rollout.urls=[http://127.0.0.1:1]",
+                                     "rollout.engine_dtype=bfloat16"])
+    with pytest.raises(ConfigError, match="model.compute_dtype"):
+        load_config(None, overrides=["model.compute_dtype=fp16"])
