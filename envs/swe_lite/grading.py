@@ -232,22 +232,30 @@ def run_tests(sandbox, test_cmd: str, test_ids: list[str] | None = None, *, time
                         f"(exit {res.exit_code}{', output flooded' if res.truncated else ''})", **base)
     cases = {str(k): CaseResult(str(v.get("status", "error")), str(v.get("message", "")), str(v.get("text", "")))
              for k, v in frame["cases"].items() if isinstance(v, dict)}
-    collection_errors = int(frame.get("collection_errors", 0))
     run = SuiteRun(cases, exit_code=int(frame.get("exit_code", -1)), valid=True, output=output,
-                   duration_s=duration, collection_errors=collection_errors)
-    tampered = [str(t) for t in frame.get("tampered", [])]
-    failed = sum(c.status in ("failed", "error") for c in cases.values()) + collection_errors
-    if res.exit_code != 0:
-        run.valid, run.reason = False, f"the harness exited {res.exit_code} after reporting"
-    elif tampered:
-        run.valid, run.reason = False, "tampering: " + "; ".join(tampered[:5])
-    elif run.exit_code not in (0, 1) and not (run.exit_code in (2, 4) and collection_errors):
-        run.valid, run.reason = False, f"pytest exited {run.exit_code} (interrupted, internal or usage error)"
-    elif run.exit_code == 1 and not failed:
-        run.valid, run.reason = False, "pytest exited 1 but no test failed"
-    elif ids and not collection_errors and len(set(ids) & set(cases)) < len(set(ids)):
-        run.valid, run.reason = False, f"{len(set(ids) - set(cases))} of {len(set(ids))} requested tests did not run"
+                   duration_s=duration, collection_errors=int(frame.get("collection_errors", 0)))
+    reason = _invalid_report(run, res.exit_code, [str(t) for t in frame.get("tampered", [])], ids)
+    if reason:
+        run.valid, run.reason = False, reason
     return run
+
+
+def _invalid_report(run: SuiteRun, harness_exit: int, tampered: list[str], ids: list[str]) -> str | None:
+    """Why a harness report cannot be trusted (None: it can): the harness's own exit code, tampering it saw,
+    a pytest exit code that disagrees with the outcomes, requested tests that did not run."""
+    errors = run.collection_errors
+    failed = sum(c.status in ("failed", "error") for c in run.cases.values()) + errors
+    if harness_exit != 0:
+        return f"the harness exited {harness_exit} after reporting"
+    if tampered:
+        return "tampering: " + "; ".join(tampered[:5])
+    if run.exit_code not in (0, 1) and not (run.exit_code in (2, 4) and errors):
+        return f"pytest exited {run.exit_code} (interrupted, internal or usage error)"
+    if run.exit_code == 1 and not failed:
+        return "pytest exited 1 but no test failed"
+    if ids and not errors and len(set(ids) & set(run.cases)) < len(set(ids)):
+        return f"{len(set(ids) - set(run.cases))} of {len(set(ids))} requested tests did not run"
+    return None
 
 
 @functools.cache
