@@ -52,13 +52,15 @@ class MicroBatch:
     valid: Tensor  # (R, L) bool, True on real tokens; hidden[valid] is in flat order
 
 
-def build_minibatch(trajectories: list[Trajectory], advantages: list[float]) -> MiniBatch:
-    """Flatten trajectories (all segments) into a MiniBatch aligned to predicted tokens."""
+def build_minibatch(trajectories: list[Trajectory], advantages: list[float] | list[list[float]]) -> MiniBatch:
+    """Flatten trajectories (all segments) into a MiniBatch aligned to predicted tokens. `advantages` holds one
+    float per trajectory (broadcast to its tokens), or one list per trajectory with an advantage per turn
+    (turn-level credit: broadcast over that turn's action span)."""
     if len(trajectories) != len(advantages):
         raise ValueError(f"{len(trajectories)} trajectories but {len(advantages)} advantages")
     ids, tgt, mask, blp, ver, tix, adv, bounds = [], [], [], [], [], [], [], []
     for i, (traj, a) in enumerate(zip(trajectories, advantages, strict=True)):
-        for seg in traj.segments:
+        for k, seg in enumerate(traj.segments):
             n = len(seg.token_ids)
             if n == 0:
                 continue
@@ -69,7 +71,7 @@ def build_minibatch(trajectories: list[Trajectory], advantages: list[float]) -> 
             blp.extend(seg.behaviour_logprobs[1:] + [0.0])
             ver.extend(seg.versions[1:] + [-1])
             tix.extend([i] * n)
-            adv.extend([float(a)] * n)
+            adv.extend([float(a)] * n if isinstance(a, (int, float)) else _turn_spans(traj, k, n, a)[1:] + [0.0])
             bounds.append((start, start + n))
     return MiniBatch(
         input_ids=torch.tensor(ids, dtype=torch.long),
@@ -82,6 +84,24 @@ def build_minibatch(trajectories: list[Trajectory], advantages: list[float]) -> 
         segment_bounds=bounds,
         num_trajectories=len(trajectories),
     )
+
+
+def _turn_spans(traj: Trajectory, segment: int, n: int, turn_advantages: list[float]) -> list[float]:
+    """Per-token advantages of one segment (by token offset): each turn's advantage over its action span, 0
+    elsewhere; every sampled token must lie in some turn's span."""
+    if len(turn_advantages) != len(traj.turns):
+        raise ValueError(f"trajectory {traj.id}: {len(turn_advantages)} turn advantages for {len(traj.turns)} turns")
+    out = [0.0] * n
+    covered = [False] * n
+    for turn, a in zip(traj.turns, turn_advantages, strict=True):
+        if turn.segment == segment:
+            s, e = turn.action_span
+            out[s:e] = [float(a)] * (e - s)
+            covered[s:e] = [True] * (e - s)
+    seg = traj.segments[segment]
+    if any(m and not c for m, c in zip(seg.loss_mask, covered, strict=True)):
+        raise ValueError(f"trajectory {traj.id}: a sampled token of segment {segment} lies in no turn's action span")
+    return out
 
 
 def plan_rows(segment_bounds: list[tuple[int, int]], token_budget: int) -> list[tuple[int, int]]:

@@ -22,6 +22,8 @@ import math
 from collections import defaultdict
 from collections.abc import Hashable, Sequence
 
+from agentrl.types import Trajectory
+
 CREDIT_MODES = ("outcome", "turn", "gigpo")
 
 
@@ -106,3 +108,75 @@ def gigpo_advantages(episode_advantages: Sequence[float], turn_rewards: list[lis
     """A_t = A^E_i + step_weight · A^S_t per turn (GiGPO), A^E the episode's outcome advantage."""
     steps = step_advantages(turn_rewards, anchors, group_index, gamma=gamma, std=std, eps=eps)
     return [[float(episode_advantages[i]) + step_weight * s for s in row] for i, row in enumerate(steps)]
+
+
+def turn_rewards(traj: Trajectory, total: float, *, format_reward: float = 0.0) -> list[float]:
+    """r_t of each turn of an episode whose shaped outcome reward is `total`: the env's reward for that step plus
+    its share of the format term (format_reward / turns if its action parsed), and on the last turn whatever
+    else makes up `total` (a final grade that replaced the step rewards, overlong shaping), so Σ_t r_t = total.
+    Turn-level credit with γ = 1 thus starts every episode from its outcome reward."""
+    turns = traj.turns
+    if not turns:
+        return []
+    share = format_reward / len(turns)
+    out = [t.reward + (0.0 if t.format_error else share) for t in turns]
+    out[-1] += total - math.fsum(out)
+    return out
+
+
+def anchor_states(traj: Trajectory) -> list[tuple[int, ...]]:
+    """The state each turn was taken from, as GiGPO's anchor key: the prompt's tokens and every observation's
+    tokens so far (the actions excluded: two episodes that reached the same observations share the state)."""
+    keys, state = [], ()
+    for k, turn in enumerate(traj.turns):
+        if k == 0:
+            state = tuple(traj.segments[turn.segment].token_ids[: turn.action_span[0]])
+        else:
+            prev = traj.turns[k - 1]
+            s, e = prev.observation_span
+            state = state + tuple(traj.segments[prev.segment].token_ids[s:e])
+        keys.append(state)
+    return keys
+
+
+def credit_advantages(algo, trajs: list[Trajectory], totals: Sequence[float], group_index: Sequence[int],
+                      episode_advantages: Sequence[float]) -> tuple[list[list[float]], dict[str, float]]:
+    """Per-turn advantages of every trajectory under algo.credit (turn or gigpo), and their metrics.
+
+    Args:
+        algo: the run config's algo section (credit, turn_gamma, step_weight, credit_std, adv_eps, format_reward).
+        trajs: the trajectories trained on; totals: their shaped outcome rewards; group_index: their groups.
+        episode_advantages: their outcome advantages (the configured estimator), GiGPO's episode term.
+    """
+    rewards = [turn_rewards(t, total, format_reward=algo.format_reward) for t, total in zip(trajs, totals, strict=True)]
+    common = dict(gamma=algo.turn_gamma, std=algo.credit_std, eps=algo.adv_eps)
+    metrics: dict[str, float] = {}
+    if algo.credit == "turn":
+        adv = turn_advantages(rewards, group_index, **common)
+    elif algo.credit == "gigpo":
+        anchors = [anchor_states(t) for t in trajs]
+        adv = gigpo_advantages(episode_advantages, rewards, anchors, group_index, step_weight=algo.step_weight,
+                               **common)
+        metrics.update(_anchor_metrics(anchors, group_index))
+    else:
+        raise ValueError(f"credit_advantages is for turn-level credit, not {algo.credit!r}")
+    flat_r = [x for row in rewards for x in row]
+    flat_a = [x for row in adv for x in row]
+    if flat_r:
+        metrics["credit/turn_reward_mean"] = math.fsum(flat_r) / len(flat_r)
+        metrics["credit/turn_advantage_mean"] = math.fsum(flat_a) / len(flat_a)
+        metrics["credit/turn_advantage_abs_mean"] = math.fsum(abs(x) for x in flat_a) / len(flat_a)
+    return adv, metrics
+
+
+def _anchor_metrics(anchors: list[list[Hashable]], group_index: Sequence[int]) -> dict[str, float]:
+    """Mean anchor-group size and the share of turns alone in theirs (those get no step advantage)."""
+    sizes: dict[Hashable, int] = defaultdict(int)
+    for i, row in enumerate(anchors):
+        for key in row:
+            sizes[(group_index[i], key)] += 1
+    turns = sum(sizes.values())
+    if not turns:
+        return {}
+    return {"credit/anchor_group_size_mean": turns / len(sizes),
+            "credit/singleton_turn_share": sum(n == 1 for n in sizes.values()) / turns}

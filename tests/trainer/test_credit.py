@@ -77,3 +77,58 @@ def test_gigpo_adds_the_weighted_step_advantage_to_the_episode_advantage():
     close(adv[0], [0.5 + 0.5 * steps0[0], 0.5])
     close(adv[1], [-1.0 + 0.5 * steps0[1], -1.0])
     close(adv[2], [0.5 + 0.5 * steps0[2]])
+
+
+def _traj(prompt, turns, reward, tid="t"):
+    """A one-segment trajectory: prompt tokens, then per turn (action ids, observation ids, step reward, format
+    error); spans as the agent loop records them."""
+    from agentrl.types import Segment, Trajectory, Turn
+
+    seg, recorded = Segment(), []
+    seg.append_prompt(prompt)
+    for k, (action, obs, r, bad) in enumerate(turns):
+        a0 = len(seg)
+        seg.append_sampled(action, [-0.5] * len(action), [0] * len(action))
+        o0 = len(seg)
+        seg.append_prompt(obs)
+        recorded.append(Turn(segment=0, action_span=(a0, o0), observation_span=(o0, len(seg)),
+                             action_text=f"a{k}", reward=r, format_error=bad))
+    return Trajectory(id=tid, group_id="g", env_id="e", task_id="x", segments=[seg], turns=recorded, reward=reward)
+
+
+def test_turn_rewards_sum_to_the_outcome_with_the_format_share_per_parsed_turn_and_the_rest_on_the_last():
+    # env step rewards 0, 0.25, 0; the closing grade replaced them with 1.0; format_reward 0.3 over 3 turns,
+    # turn 2 unparsed: shares 0.1, 0, 0.1 → r = [0.1, 0.25, 0.1 + (1.2 − 0.45)] with total 1.2 = 1.0 + 0.3·(2/3)
+    from agentrl.trainer.credit import turn_rewards
+
+    t = _traj([1, 2], [([5], [6], 0.0, False), ([7], [8], 0.25, True), ([9], [], 0.0, False)], reward=1.0)
+    r = turn_rewards(t, 1.2, format_reward=0.3)
+    close(r, [0.1, 0.25, 0.85])
+    assert sum(r) == pytest.approx(1.2)
+    assert turn_rewards(_traj([1], [], 0.0), 0.0) == []
+
+
+def test_anchor_states_are_the_prompt_and_observations_so_far_not_the_actions():
+    from agentrl.trainer.credit import anchor_states
+
+    a = _traj([1, 2], [([5, 5], [6], 0, False), ([7], [8, 8], 0, False), ([9], [], 1, False)], 1)
+    b = _traj([1, 2], [([3], [6], 0, False), ([4, 4, 4], [8, 8], 0, False), ([9], [], 0, False)], 0)
+    c = _traj([1, 2], [([5, 5], [0], 0, False), ([7], [], 0, False)], 0)
+    sa, sb, sc = anchor_states(a), anchor_states(b), anchor_states(c)
+    assert sa == [(1, 2), (1, 2, 6), (1, 2, 6, 8, 8)]
+    assert sa == sb  # other actions, same observations: same states
+    assert sc[0] == sa[0] and sc[1] != sa[1]
+
+
+def test_batch_broadcasts_each_turns_advantage_over_its_action_tokens_only():
+    from agentrl.trainer.batch import build_minibatch
+
+    t = _traj([1, 2], [([5, 5], [6], 0.0, False), ([7], [8], 1.0, False)], 1.0)
+    mb = build_minibatch([t], [[0.5, -2.0]])
+    # position p predicts token p+1: tokens 2,3 (turn 0's action), 5 (turn 1's)
+    got = [round(float(a), 3) if m else None for a, m in zip(mb.advantages, mb.loss_mask, strict=True)]
+    assert got == [None, 0.5, 0.5, None, -2.0, None, None]
+    with pytest.raises(ValueError, match="1 turn advantages for 2 turns"):
+        build_minibatch([t], [[0.5]])
+    outcome = build_minibatch([t], [0.7])
+    assert all(float(a) == pytest.approx(0.7) for a, m in zip(outcome.advantages, outcome.loss_mask, strict=True) if m)
