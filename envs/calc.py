@@ -117,26 +117,33 @@ class CalcEnv(AgentEnv):
     ## Observations
     A tool message with the calculator's result, or a user message naming a format error.
     ## Reward
-    1.0 when the answered value equals the true answer (to 1e-6), else 0.0; intermediate steps give 0.
+    1.0 when the answered value equals the true answer (to 1e-6), else 0.0. With `step_reward` > 0, a calculator
+    result that equals the solution's next intermediate value (in order, each once) also earns step_reward: a
+    per-turn signal for turn-level credit (algo.credit).
     ## Episode End
     Terminated by `answer`. Turn, token and format-error budgets belong to the agent loop.
     ## Arguments
     difficulty: 1 (one operation, two-digit numbers), 2 (two operations), 3 (three, up to three digits).
+    step_reward: reward of each intermediate value reached with the calculator (default 0: outcome only).
     ## Expert
     `expert_action` computes each step with the calculator, then answers (for the supervised warm start).
     ## Version History
-    v0: initial version.
+    v0: initial version. v1: optional step_reward (default 0 leaves v0's rewards unchanged).
     """
 
     tools = (CALCULATOR, ANSWER)
     system_prompt = SYSTEM_PROMPT
 
-    def __init__(self, difficulty: int = 1):
+    def __init__(self, difficulty: int = 1, step_reward: float = 0.0):
         if difficulty not in LEVELS:
             raise ValueError(f"difficulty must be one of {sorted(LEVELS)}, got {difficulty!r}")
+        if not (isinstance(step_reward, (int, float)) and 0 <= step_reward <= 1):
+            raise ValueError(f"step_reward must be a number in [0, 1], got {step_reward!r}")
         self.difficulty = difficulty
+        self.step_reward = float(step_reward)
         self.task: Task | None = None
         self._calls = 0
+        self._reached = 0  # intermediate values of the solution reached so far (step_reward)
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[list[Message], dict[str, Any]]:
         """A new problem from the seed; options={"difficulty": d} overrides the level for this episode."""
@@ -145,7 +152,7 @@ class CalcEnv(AgentEnv):
         if difficulty not in LEVELS:
             raise ValueError(f"difficulty must be one of {sorted(LEVELS)}, got {difficulty!r}")
         self.task = make_task(self.np_random, difficulty)
-        self._calls = 0
+        self._calls = self._reached = 0
         return [self.system_message(), user(self.task.question)], {"task_id": self.task.id, "difficulty": difficulty}
 
     def step(self, action: str) -> tuple[list[Message], float, bool, bool, dict[str, Any]]:
@@ -156,10 +163,20 @@ class CalcEnv(AgentEnv):
             return [user(call.message)], 0.0, False, False, {"format_error": True, "error_kind": call.kind}
         if call.name == "calculator":
             self._calls += 1
-            return [tool(calculate(call.arguments["expression"]), name="calculator")], 0.0, False, False, {}
+            result = calculate(call.arguments["expression"])
+            return [tool(result, name="calculator")], self._step_credit(result), False, False, {}
         correct = math.isclose(float(call.arguments["value"]), self.task.answer, abs_tol=1e-6)
         info = {"correct": correct, "expected": self.task.answer, "given": call.arguments["value"]}
         return [tool("Correct." if correct else "Wrong.", name="answer")], float(correct), True, False, info
+
+    def _step_credit(self, result: str) -> float:
+        """step_reward if the calculator's result is the solution's next intermediate value, else 0."""
+        if not self.step_reward or self._reached >= len(self.task.steps):
+            return 0.0
+        if result != str(self.task.steps[self._reached][1]):
+            return 0.0
+        self._reached += 1
+        return self.step_reward
 
     def expert_action(self) -> str | None:
         """The next calculator step (from the true intermediate values), then the answer."""

@@ -71,6 +71,27 @@ def test_calculator_call_returns_a_tool_message_and_format_errors_are_flagged():
     assert obs[0]["role"] == "user" and "no tool call found" in obs[0]["content"]
 
 
+def test_step_reward_pays_each_intermediate_value_once_in_order_and_is_off_by_default():
+    env = agentrl.make("calc", difficulty=2, step_reward=0.1)
+    env.reset(seed=3)
+    (e1, v1), (e2, v2) = env.task.steps
+
+    def calc(expression):
+        return env.step(format_call("calculator", {"expression": expression}))[1]
+
+    assert calc(f"{v2} + 0") == 0.0  # the second value before the first: not in order
+    assert calc(e1) == pytest.approx(0.1)
+    assert calc(e1) == 0.0  # the same value again pays nothing
+    assert calc(f"{v1} + 1000") == 0.0
+    assert calc(e2) == pytest.approx(0.1)
+    assert env.step(format_call("answer", {"value": env.task.answer}))[1] == 1.0
+    plain = agentrl.make("calc", difficulty=2)
+    plain.reset(seed=3)
+    assert plain.step(format_call("calculator", {"expression": e1}))[1] == 0.0
+    with pytest.raises(ValueError, match="step_reward must be a number in"):
+        agentrl.make("calc", step_reward=2)
+
+
 def test_bad_difficulty_is_refused():
     with pytest.raises(ValueError, match=r"difficulty must be one of \[1, 2, 3\], got 7"):
         agentrl.make("calc", difficulty=7)
