@@ -10,8 +10,11 @@ The agent loop renders messages with the tokenizer's chat template and appends t
 
 - reset: ``info["task_id"]`` names the task (the samples of one GRPO group share it).
 - step: ``info["format_error"] = True`` when the action could not be parsed (the loop ends the episode as
-  ``format_errors`` after ``max_format_errors`` in a row); ``info["termination"]`` may name a
-  `TerminationReason` for a terminated/truncated step (default: done / max_turns).
+  ``format_errors`` after ``rollout.max_format_errors`` in a row: the loop owns that budget, the env only flags
+  the error); ``info["termination"]`` may name a `TerminationReason` for a terminated/truncated step
+  (default: done / max_turns).
+- ``end_episode(termination, grade=...)`` is called when the loop's own budget ended the episode, so an env
+  can close it out (record the outcome, or grade what stands in evaluation).
 """
 
 from __future__ import annotations
@@ -178,6 +181,20 @@ class AgentEnv(gymnasium.Env[list, str]):
         Returns:
             the action text (usually a tool call written with `agentrl.tool_calls.format_call`), or None when
             the env has no expert.
+        """
+        return None
+
+    def end_episode(self, termination: str, *, grade: bool) -> dict[str, Any] | None:
+        """The agent loop ended the episode on one of its own budgets (termination: max_turns, max_tokens,
+        timeout or format_errors); close it out. Called once, instead of a final step.
+
+        Args:
+            termination: the loop's TerminationReason value.
+            grade: the caller wants what stands graded (evaluation); training passes False.
+
+        Returns:
+            the final info to merge into the episode's (a "reward" key replaces its reward), or None (the default:
+            the episode keeps the rewards and info of its steps).
         """
         return None
 

@@ -3,17 +3,24 @@
     agentrl eval --env calc --model tiny --num-tasks 20 --out calc.jsonl
     agentrl eval --env swe_lite --model smollm2-135m-instruct --split dev --samples 4 --out r.jsonl
 
-The same evaluator serves `agentrl eval` and the training loop's held-out evaluation
-(`agentrl.trainer.heldout.evaluate` is a thin wrapper). The core knows nothing of any env: an env may bring an
-*evaluation hook* (an `EvalHook`, named in the registry or as the env class's `eval_hook` attribute,
-"module:object") that lists its tasks, adds constructor kwargs, implements oracles and grades an episode the
-agent loop ended on its own budget. Without one, tasks are reset seeds and an episode's reward is its score.
+One evaluator serves `agentrl eval`, the training loop's held-out evaluation (`agentrl.trainer.heldout`) and
+swe_lite's benchmark (`agentrl.envs.swe_lite.benchmark`). Every episode, an oracle's included, runs through
+the agent loop training uses (`rollout.collector.run_member` → `rollout.agent_loop.run_episode`; sample m
+of a task is group member m, with its sampling seed), under the same episode budget (LoopConfig: turns,
+format errors, context, wall clock), and comes back as a Trajectory; a record is made from that alone. So a
+model that never produces a valid action scores 0 (format_errors or max_turns), exactly as in training.
+
+The core knows nothing of any env: an env may bring an *evaluation hook* (an `EvalHook`, named in the registry
+or as the env class's `eval_hook` attribute, "module:object") that lists its tasks, adds constructor kwargs,
+offers oracles (as ScriptedPolicy objects) and names the info fields its records carry. Without one, tasks are
+held-out reset seeds and an episode's reward is its score. An episode that one of the loop's own budgets
+ended is graded as it stands where the env can (LoopConfig.grade_at_budget, AgentEnv.end_episode).
 
 Each finished episode is appended to `out` at once (flushed), so an interrupted job loses nothing it finished;
-re-running the same command skips every (instance_id, sample) already scored there. Infrastructure failures (a
-dead sandbox, an engine error) are recorded with infra_error=True, left out of the rates, and run again by the
-next rerun. Fields a hook did not grade are null, never 0. Each record keeps the transcript of what the
-model wrote and what the env answered.
+re-running the same command skips every (instance_id, sample) already scored there. Which endings are
+infrastructure failures is the failure table's call (`agentrl.types.scored`): those are recorded with
+infra_error=True, left out of the rates, and run again by the next rerun. Fields a hook did not grade are
+null, never 0. Each record keeps the transcript of what the model wrote and what the env answered.
 """
 
 from __future__ import annotations
@@ -24,16 +31,16 @@ import math
 import os
 import sys
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from agentrl.errors import AgentRLError
+from agentrl.rollout.seeds import HELDOUT_STEP, heldout_seed
+from agentrl.types import scored
 
-INFRA_TERMINATIONS = ("sandbox_error", "env_error", "engine_error")
-HELDOUT_STEP = -2
-"""Task-seed namespace of held-out tasks (disjoint from training seeds, see trainer.collect.task_seed)."""
+__all__ = ["HELDOUT_STEP", "EvalConfig", "EvalHook", "EvalTask", "HeldOut", "run_eval", "run_episodes", "summarize"]
 
 
 @dataclass
@@ -48,7 +55,7 @@ class EvalTask:
 
 @dataclass
 class EvalConfig:
-    """One evaluation job."""
+    """One evaluation job. Budgets left None are the rollout config's defaults (LoopConfig())."""
 
     env: str = "swe_lite"
     env_kwargs: dict[str, Any] = field(default_factory=dict)
@@ -71,60 +78,61 @@ class EvalConfig:
     seed: int = 0
     """Base of the task seeds (the training config's rollout.seed: the same tasks as in-loop held-out)."""
     backend: str = "auto"
-    max_turns: int = 30
-    max_new_tokens: int = 384
-    max_context_tokens: int = 8192
+    max_turns: int | None = None
+    max_new_tokens: int | None = None
+    max_context_tokens: int | None = None
+    max_format_errors: int | None = None
     temperature: float = 0.7
-    wall_clock_s: float = 600.0
-    """Seconds per episode, generation included; the loop stops at the deadline and the hook grades what stands."""
+    wall_clock_s: float | None = None
+    """Seconds per episode, generation included; the loop stops at the deadline and what stands is graded."""
     transcripts: bool = True
+
+    def loop_config(self) -> Any:
+        """The agent loop's settings for every episode of the job (oracles included): the budgets set here over
+        the rollout config's defaults, and grading of what stands when a budget ends an episode."""
+        from agentrl.rollout.agent_loop import LoopConfig
+
+        budget = {"max_turns": self.max_turns, "max_new_tokens": self.max_new_tokens,
+                  "max_context_tokens": self.max_context_tokens, "max_format_errors": self.max_format_errors,
+                  "timeout_s": self.wall_clock_s}
+        return LoopConfig(**{k: v for k, v in budget.items() if v is not None}, temperature=self.temperature,
+                          grade_at_budget=True)
+
+    @property
+    def policy_label(self) -> str:
+        """Who acts, as records name it: the model label, or oracle:<name>."""
+        return f"oracle:{self.oracle}" if self.oracle else self.model
 
 
 class EvalHook:
     """An env's evaluation specifics. This default fits any env: tasks are seeds, the reward is the score."""
 
     oracles: tuple[str, ...] = ("expert",)
+    record_fields: tuple[str, ...] = ()
+    """Info fields every record carries: the env's value where it graded the episode, else null (never 0)."""
 
     def tasks(self, job: EvalConfig) -> list[EvalTask]:
         """The job's tasks: `num_tasks` held-out seeds (the same ones the training loop's held-out eval uses)."""
-        from agentrl.trainer.collect import task_seed
-
-        seeds = [task_seed(job.seed, HELDOUT_STEP, 0, i) for i in range(job.num_tasks)]
+        seeds = [heldout_seed(job.seed, i) for i in range(job.num_tasks)]
         return [EvalTask(id=f"seed-{s}", seed=s) for s in seeds][: job.limit]
 
     def env_kwargs(self, job: EvalConfig, tasks: list[EvalTask]) -> dict[str, Any]:
         """Constructor kwargs the hook adds to job.env_kwargs (e.g. the task list, a sandbox pool)."""
         return {}
 
-    async def oracle(self, env, task: EvalTask, kind: str, sample: int) -> dict[str, Any]:
-        """Run oracle `kind` ("expert": the env's scripted expert, no model); returns {"reward", "termination",
-        "turns", "info", "transcript"}."""
-        return await asyncio.to_thread(_expert_episode, env, task)
+    def policy(self, job: EvalConfig) -> Any:
+        """The ScriptedPolicy of oracle job.oracle, run through the agent loop like a model ("expert": the env's
+        scripted expert). Raises AgentRLError for an env without one."""
+        from agentrl.agent_env import AgentEnv
+        from agentrl.registry import env_class
+        from agentrl.rollout.agent_loop import ScriptedPolicy
 
-    def finish(self, env, termination: str) -> dict[str, Any] | None:
-        """Grade an episode the agent loop ended on its own budget (None: nothing to grade beyond the reward)."""
-        return None
+        if getattr(env_class(job.env), "expert_action", None) is AgentEnv.expert_action:
+            raise AgentRLError(f"env {job.env!r} has no scripted expert (expert_action() is None)")
+        return ScriptedPolicy()
 
     def close(self) -> None:
         """Release what the hook holds (sandbox pools)."""
-
-
-def _expert_episode(env, task: EvalTask, max_turns: int = 200) -> dict[str, Any]:
-    """The env's scripted expert acting until the episode ends (checks an env's reward path without a model)."""
-    env.reset(seed=task.seed, options=task.options or None)
-    rows, reward, info, termination, turns = [], 0.0, {}, "max_turns", 0
-    for turns in range(1, max_turns + 1):  # noqa: B007 - the count is returned
-        action = env.expert_action()
-        if action is None:
-            raise AgentRLError(f"env {type(env).__name__} has no scripted expert (expert_action() is None)")
-        obs, reward, terminated, truncated, info = env.step(action)
-        rows.append({"role": "assistant", "content": action})
-        rows += [{"role": "env", "content": str(m.get("content", ""))} for m in obs]
-        if terminated or truncated:
-            termination = info.get("termination", "done" if terminated else "max_turns")
-            break
-    return {"reward": float(reward), "termination": termination, "turns": turns, "info": dict(info),
-            "transcript": rows}
 
 
 def hook_for(env_name: str) -> EvalHook:
@@ -188,22 +196,24 @@ def load_done(path: str | os.PathLike) -> dict[tuple[str, int], dict]:
 
 
 def summarize(records: list[dict], samples: int) -> dict[str, Any]:
-    """Resolved rate, mean reward with its 95% Wilson interval, pass@1 and pass@k, turns, format errors, infra."""
-    scored = [r for r in records if not r.get("infra_error")]
+    """Resolved rate, mean reward with its 95% Wilson interval, pass@1 and pass@k, turns, format errors, infra,
+    and how the episodes ended (termination counts: why a score is what it is)."""
+    scored_ = [r for r in records if not r.get("infra_error")]
     by_task: dict[str, list[dict]] = defaultdict(list)
-    for r in scored:
+    for r in scored_:
         by_task[r["instance_id"]].append(r)
-    turns = sum(r.get("turns", 0) for r in scored)
-    clipped = sum(min(max(float(r.get("reward") or 0.0), 0.0), 1.0) for r in scored)
-    low, high = wilson(clipped, len(scored))
+    turns = sum(r.get("turns", 0) for r in scored_)
+    clipped = sum(min(max(float(r.get("reward") or 0.0), 0.0), 1.0) for r in scored_)
+    low, high = wilson(clipped, len(scored_))
+    n = len(scored_) or 1
     out: dict[str, Any] = {
-        "episodes": len(records), "tasks": len({r["instance_id"] for r in records}), "scored": len(scored),
-        "resolved_rate": sum(bool(r["resolved"]) for r in scored) / len(scored) if scored else 0.0,
-        "reward_mean": clipped / len(scored) if scored else 0.0, "reward_low95": low, "reward_high95": high,
-        "mean_turns": turns / len(scored) if scored else 0.0,
-        "format_error_rate": sum(r.get("n_format_errors") or 0 for r in scored) / turns if turns else 0.0,
-        "infra_errors": len(records) - len(scored),
+        "episodes": len(records), "tasks": len({r["instance_id"] for r in records}), "scored": len(scored_),
+        "resolved_rate": sum(bool(r["resolved"]) for r in scored_) / n, "reward_mean": clipped / n,
+        "reward_low95": low, "reward_high95": high, "mean_turns": turns / n,
+        "format_error_rate": sum(r.get("n_format_errors") or 0 for r in scored_) / turns if turns else 0.0,
+        "infra_errors": len(records) - len(scored_),
         "episode_time_s": sum((r.get("timings") or {}).get("episode_s", 0.0) for r in records),
+        "terminations": dict(Counter(r.get("termination", "?") for r in records).most_common()),
     }
     for k in sorted({1, samples}):
         rows = [pass_at_k(len(rs), sum(bool(r["resolved"]) for r in rs), k) for rs in by_task.values() if len(rs) >= k]
@@ -211,14 +221,23 @@ def summarize(records: list[dict], samples: int) -> dict[str, Any]:
     return out
 
 
+ENDINGS = {"done": "the env ended it", "max_turns": "turn budget spent", "max_tokens": "context budget spent",
+           "timeout": "wall-clock budget spent", "format_errors": "actions that never parsed as a tool call",
+           "env_error": "env fault, masked", "sandbox_error": "sandbox fault, masked",
+           "engine_error": "engine fault, masked"}
+"""Each termination in words, for the summary's `endings` row."""
+
+
 def format_summary(summary: dict[str, Any], wall_s: float | None = None) -> str:
-    """The summary as a two-column table."""
+    """The summary as a two-column table; `endings` says how the episodes ended (so a 0 says why)."""
     rows = [("episodes", f"{summary['episodes']} ({summary['tasks']} tasks)"),
             ("resolved rate", f"{summary['resolved_rate']:.1%}"),
             ("mean reward", f"{summary['reward_mean']:.3f} [{summary['reward_low95']:.3f}, {summary['reward_high95']:.3f}]")]
     rows += [(k, f"{v:.1%}") for k, v in summary.items() if k.startswith("pass@")]
     rows += [("mean turns", f"{summary['mean_turns']:.1f}"), ("format-error rate", f"{summary['format_error_rate']:.1%}"),
              ("infra errors", str(summary["infra_errors"])), ("episode time", f"{summary['episode_time_s']:.0f}s")]
+    endings = summary.get("terminations") or {}
+    rows += [("endings" if i == 0 else "", f"{n} {t} ({ENDINGS.get(t, t)})") for i, (t, n) in enumerate(endings.items())]
     if wall_s is not None:
         rows.append(("wall time", f"{wall_s:.0f}s"))
     width = max(len(k) for k, _ in rows)
@@ -235,78 +254,51 @@ def transcript(traj) -> list[dict[str, str]]:
     return rows
 
 
-GRADED_FIELDS = ("f2p_pass", "p2p_pass", "resolution", "patch", "suspicious", "grading_reason", "grading_mode",
-                 "grading_refused")
-"""Fields a hook may grade; null in a record when it did not."""
-
-
-def make_record(task: EvalTask, sample: int, policy: str, *, reward: float, termination: str, turns: int,
-                info: dict[str, Any], error: str = "", transcript_rows: list | None = None,
-                episode_s: float = 0.0, budget_s: float | None = None) -> dict[str, Any]:
-    """One JSON line: scores, termination, timings, null for what nobody graded, and the transcript."""
-    infra = bool(info.get("infra_error")) or termination in INFRA_TERMINATIONS
+def make_record(task: EvalTask, sample: int, policy: str, traj, *, fields: tuple[str, ...] = (),
+                transcripts: bool = True, budget_s: float | None = None) -> dict[str, Any]:
+    """One JSON line from an episode's Trajectory: scores (null for an infrastructure failure, by the failure
+    table), termination, timings, `fields` where the env graded the episode (else null), the transcript."""
+    info, termination = traj.reward_info, traj.termination.value
+    infra = not scored(traj.termination)
     graded = "resolved" in info and not infra
+    episode_s = float(traj.metrics.get("timing/episode_s", 0.0))
     timings = {**(info.get("timings") or {}), "episode_s": episode_s}
     rec = {"instance_id": task.id, "sample": sample, "split": task.split, "seed": task.seed, "policy": policy,
-           "resolved": (bool(info["resolved"]) if graded else reward >= 1.0) and not infra,
-           "reward": None if infra else float(reward),
-           **{k: (info.get(k) if graded else None) for k in GRADED_FIELDS},
-           "exit_reason": info.get("exit_reason", termination), "termination": termination, "turns": turns,
-           "n_format_errors": info.get("n_format_errors"), "infra_error": infra,
-           "error": error or str(info.get("error", "")), "timings": timings}
+           "resolved": (bool(info["resolved"]) if graded else traj.reward >= 1.0) and not infra,
+           "reward": None if infra else float(traj.reward),
+           **{k: (info.get(k) if graded else None) for k in fields},
+           "exit_reason": info.get("exit_reason", termination), "termination": termination, "turns": len(traj.turns),
+           "n_format_errors": traj.metrics.get("rollout/format_errors", 0), "infra_error": infra,
+           "error": (traj.termination_detail if infra else "") or str(info.get("error", "")), "timings": timings}
     if budget_s is not None and episode_s > 1.1 * budget_s:
         grade_s = timings.get("grade_s", 0.0)
         rec["over_budget"] = (f"{episode_s:.0f}s of a {budget_s:.0f}s budget: grading took {grade_s:.0f}s after the "
                               "agent stopped" if grade_s else
                               f"{episode_s:.0f}s of a {budget_s:.0f}s budget: an env step or cleanup ran past the deadline")
-    if transcript_rows is not None:
-        rec["transcript"] = transcript_rows
+    if transcripts:
+        rec["transcript"] = transcript(traj)
     return rec
 
 
-async def run_episodes(job: EvalConfig, tasks: list[EvalTask], factory, engine, tokenizer, loop_cfg, *,
+async def run_episodes(job: EvalConfig, tasks: list[EvalTask], factory, engine, tokenizer, loop_cfg=None, *,
                        hook: EvalHook, on_record=None, done: dict | None = None) -> list[dict]:
-    """Run every (task, sample) not in `done`, at most job.concurrency at once; returns the new records."""
-    from agentrl.rollout.agent_loop import as_renderer, run_episode
+    """Run every (task, sample) not in `done` through the agent loop (sample m is group member m of the task),
+    at most job.concurrency at once, the model or job.oracle acting; returns the new records."""
+    from agentrl.rollout.agent_loop import as_renderer
+    from agentrl.rollout.collector import run_member
 
-    policy = f"oracle:{job.oracle}" if job.oracle else job.model
-    renderer = as_renderer(tokenizer) if engine is not None else None
+    loop_cfg = loop_cfg or job.loop_config()
+    policy = hook.policy(job) if job.oracle else None
+    renderer = as_renderer(tokenizer)
     semaphore = asyncio.Semaphore(max(1, job.concurrency))
     todo = [(t, s) for t in tasks for s in range(job.samples) if (t.id, s) not in (done or {})]
     records: list[dict] = []
 
     async def one(task: EvalTask, sample: int) -> None:
-        async with semaphore:
-            start = time.monotonic()
-            env = await asyncio.to_thread(factory)
-            try:
-                if job.oracle:
-                    try:
-                        out = await hook.oracle(env, task, job.oracle, sample)
-                    except AgentRLError:
-                        raise
-                    except Exception as e:  # noqa: BLE001 - an env crash is this episode's infra error, not the job's
-                        out = {"reward": 0.0, "termination": "env_error", "turns": 0, "info": {"infra_error": True},
-                               "error": f"{type(e).__name__}: {e}", "transcript": []}
-                    info, termination = out["info"], out["termination"]
-                    reward, turns, rows, error = out["reward"], out["turns"], out.get("transcript"), out.get("error", "")
-                else:
-                    traj = await run_episode(env, engine, renderer, loop_cfg, seed=task.seed, options=task.options,
-                                             sampling_seed=(task.seed or 0) * 1000 + sample + 1)
-                    info, termination, reward = dict(traj.reward_info), traj.termination.value, traj.reward
-                    info.setdefault("n_format_errors", traj.metrics.get("rollout/format_errors"))
-                    turns, rows = len(traj.turns), transcript(traj)
-                    error = traj.termination_detail if termination in INFRA_TERMINATIONS else ""
-                    if termination not in INFRA_TERMINATIONS and "resolved" not in info:
-                        graded = await asyncio.to_thread(hook.finish, env, termination)
-                        if graded:
-                            info, error = {**info, **graded}, str(graded.get("error", ""))
-                            reward = float(graded.get("reward", reward))
-            finally:
-                await asyncio.to_thread(env.close)
-            rec = make_record(task, sample, policy, reward=reward, termination=termination, turns=turns, info=info,
-                              error=error, transcript_rows=rows if job.transcripts else None,
-                              episode_s=time.monotonic() - start, budget_s=job.wall_clock_s)
+        traj = await run_member(factory, engine, renderer, loop_cfg, seed=task.seed, options=task.options,
+                                policy=policy, member=sample, semaphore=semaphore)
+        rec = make_record(task, sample, job.policy_label, traj, fields=hook.record_fields,
+                          transcripts=job.transcripts, budget_s=loop_cfg.timeout_s)
         records.append(rec)
         if on_record is not None:
             on_record(rec)
@@ -315,59 +307,105 @@ async def run_episodes(job: EvalConfig, tasks: list[EvalTask], factory, engine, 
     return records
 
 
-async def run_eval(cfg: EvalConfig, engine=None, tokenizer=None, *, progress: bool = True, log=print) -> list[dict]:
-    """Run every missing (task, sample) episode of the job, appending records to cfg.out; returns the job's
-    latest record per episode. Raises AgentRLError for a bad job (unknown oracle, no tasks, another policy)."""
-    from functools import partial
-
-    from agentrl.registry import make
-    from agentrl.rollout.agent_loop import LoopConfig
-
-    hook = hook_for(cfg.env)
+def _check_job(cfg: EvalConfig, hook: EvalHook, engine) -> None:
+    """Refuse a job that cannot run: an oracle the env does not offer, no policy at all."""
     if cfg.oracle is not None and cfg.oracle not in hook.oracles:
         raise AgentRLError(f"--oracle {cfg.oracle} is not offered by env {cfg.env!r} (oracles: "
                            f"{', '.join(hook.oracles) or 'none'})")
     if cfg.oracle is None and engine is None:
         raise AgentRLError("eval needs a model (an engine) or an --oracle")
+
+
+def _resume(cfg: EvalConfig, tasks: list[EvalTask], log) -> tuple[dict, int]:
+    """(the episodes cfg.out already holds, how many are left to run); refuses a file of another policy."""
+    done = load_done(cfg.out)
+    others = {r.get("policy") for r in done.values()} - {cfg.policy_label}
+    if others:
+        raise AgentRLError(f"{cfg.out} holds episodes of another policy ({', '.join(map(str, others))}), not "
+                           f"{cfg.policy_label}; pass another --out")
+    todo = len(tasks) * cfg.samples - sum((t.id, s) in done for t in tasks for s in range(cfg.samples))
+    if done:
+        log(f"resuming {cfg.out}: {len(done)} episodes done, {todo} to run")
+    return done, todo
+
+
+async def run_eval(cfg: EvalConfig, engine=None, tokenizer=None, *, progress: bool = True, log=print) -> list[dict]:
+    """Run every missing (task, sample) episode of the job, appending records to cfg.out; returns the job's
+    latest record per episode. Raises AgentRLError for a bad job (unknown oracle, no tasks, another policy).
+    An oracle job without a tokenizer uses the default model's (its actions are tokenized like a model's)."""
+    from functools import partial
+
+    from agentrl.models import load_tokenizer
+    from agentrl.preflight import try_factory
+    from agentrl.registry import make
+
+    hook = hook_for(cfg.env)
+    _check_job(cfg, hook, engine)
+    start = time.monotonic()
     try:
         tasks = hook.tasks(cfg)
         if not tasks:
             raise AgentRLError(f"no tasks for env {cfg.env!r} (split {cfg.split!r})")
-        policy = f"oracle:{cfg.oracle}" if cfg.oracle else cfg.model
-        done = load_done(cfg.out)
-        others = {r.get("policy") for r in done.values()} - {policy}
-        if others:
-            raise AgentRLError(f"{cfg.out} holds episodes of another policy ({', '.join(map(str, others))}), not "
-                               f"{policy}; pass another --out")
-        todo = len(tasks) * cfg.samples - sum((t.id, s) in done for t in tasks for s in range(cfg.samples))
-        if done:
-            log(f"resuming {cfg.out}: {len(done)} episodes done, {todo} to run")
+        done, todo = _resume(cfg, tasks, log)
         factory = partial(make, cfg.env, **{**cfg.env_kwargs, **hook.env_kwargs(cfg, tasks)})
         if todo:
-            from agentrl.preflight import try_factory
-
             await asyncio.to_thread(try_factory, factory, key="--env-kwargs", label=cfg.env, seed=tasks[0].seed,
                                     options=tasks[0].options)
-        loop_cfg = LoopConfig(max_turns=cfg.max_turns, max_new_tokens=cfg.max_new_tokens,
-                              max_context_tokens=cfg.max_context_tokens, timeout_s=cfg.wall_clock_s,
-                              temperature=cfg.temperature, max_format_errors=10**9)
-        start = time.monotonic()
-        ids = {t.id for t in tasks}
+        tokenizer = tokenizer if tokenizer is not None else load_tokenizer()
         with open(cfg.out, "a", encoding="utf-8") as out, _Progress(todo, progress) as bar:
             def on_record(rec: dict) -> None:
                 out.write(json.dumps(rec, ensure_ascii=False) + "\n")
                 out.flush()
                 bar.advance(rec)
 
-            new = await run_episodes(cfg, tasks, factory, engine, tokenizer, loop_cfg, hook=hook,
-                                     on_record=on_record, done=done)
+            new = await run_episodes(cfg, tasks, factory, engine, tokenizer, hook=hook, on_record=on_record,
+                                     done=done)
     finally:
         hook.close()
+    ids = {t.id for t in tasks}
     latest = {k: r for k, r in done.items() if k[0] in ids}
     latest.update({(r["instance_id"], r["sample"]): r for r in new})
     records = list(latest.values())
     log(format_summary(summarize(records, cfg.samples), time.monotonic() - start))
     return records
+
+
+@dataclass
+class HeldOut:
+    """Accuracy-style summary with a 95% Wilson interval (rewards in [0, 1])."""
+
+    mean: float
+    low: float
+    high: float
+    n: int
+    masked: int
+    per_task: dict[Any, float] = field(default_factory=dict, repr=False)
+    """Clipped reward of each scored episode by task key (a seed, a task index): two evaluations pair up by it."""
+
+    def __str__(self) -> str:
+        return f"{self.mean:.3f} [{self.low:.3f}, {self.high:.3f}] (n={self.n})"
+
+
+def held_out(records: list[dict], key=lambda rec: rec["seed"], score=lambda rec: rec["reward"]) -> HeldOut:
+    """A HeldOut of one-sample records: mean of score(rec) clipped to [0, 1] with its Wilson interval over the
+    scored episodes, infrastructure failures counted as masked, per_task keyed by key(rec)."""
+    per_task = {key(r): min(max(float(score(r)), 0.0), 1.0) for r in records if not r["infra_error"]}
+    total = sum(per_task.values())
+    low, high = wilson(total, len(per_task))
+    return HeldOut(mean=total / max(len(per_task), 1), low=low, high=high, n=len(per_task),
+                   masked=len(records) - len(per_task), per_task=per_task)
+
+
+def paired_sign_test(before: HeldOut, after: HeldOut) -> tuple[int, int, float]:
+    """(tasks only `after` solves, tasks only `before` solves, exact two-sided p-value) over the tasks both
+    scored: McNemar's exact test on the discordant pairs, sharper than comparing two intervals because each
+    task is its own control. A task counts as solved at reward ≥ 0.5."""
+    common = before.per_task.keys() & after.per_task.keys()
+    gained = sum(after.per_task[s] >= 0.5 > before.per_task[s] for s in common)
+    lost = sum(before.per_task[s] >= 0.5 > after.per_task[s] for s in common)
+    n, k = gained + lost, min(gained, lost)
+    p = min(1.0, 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2**n) if n else 1.0
+    return gained, lost, p
 
 
 class _Progress:

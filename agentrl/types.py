@@ -74,7 +74,15 @@ FAILURE_POLICY: dict[TerminationReason, FailureAction] = {
     TerminationReason.SANDBOX_ERROR: FailureAction.RETRY,
     TerminationReason.ENGINE_ERROR: FailureAction.RETRY,
 }
-"""Default failure policy: agent-caused endings are scored, infrastructure failures never train as 0."""
+"""The one failure table: agent-caused endings are scored, infrastructure failures never train (or count) as 0.
+Training drops unscored episodes from the loss, evaluation leaves them out of the rates, the collectors rerun
+RETRY endings."""
+
+
+def scored(termination: TerminationReason | str) -> bool:
+    """True if an episode that ended this way counts with its reward (FAILURE_POLICY says SCORE); False for an
+    infrastructure failure, which is masked out of training and left out of evaluation's rates."""
+    return FAILURE_POLICY[TerminationReason(termination)] is FailureAction.SCORE
 
 
 @dataclass

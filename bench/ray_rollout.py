@@ -24,7 +24,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from agentrl.cluster import build_backend  # noqa: E402
 from agentrl.config import load_config  # noqa: E402
-from agentrl.trainer.collect import loop_config, run_groups, task_seed  # noqa: E402
+from agentrl.rollout.agent_loop import LoopConfig  # noqa: E402
+from agentrl.rollout.seeds import task_seed  # noqa: E402
+from agentrl.trainer.collect import run_groups  # noqa: E402
 
 
 def sandbox_backend() -> tuple[str, str]:
@@ -54,7 +56,7 @@ async def measure(cfg, engine, tokenizer, seeds: list[int], expert: bool) -> dic
             tokenizer,
             seeds,
             group_size=cfg.rollout.group_size,
-            loop_cfg=loop_config(cfg),
+            loop_cfg=LoopConfig.from_rollout(cfg.rollout),
             concurrency=cfg.rollout.concurrency,
             expert=expert,
             backend=backend,

@@ -217,10 +217,47 @@ def test_eval_runs_any_env_with_seeds_as_tasks_and_null_for_what_nobody_graded(t
     records = [json.loads(x) for x in out.read_text().splitlines()]
     assert len(records) == 6 and len({x["instance_id"] for x in records}) == 3
     assert all(x["resolved"] and x["reward"] == 1.0 and not x["infra_error"] for x in records)
-    assert all(x["p2p_pass"] is None and x["f2p_pass"] is None and x["patch"] is None for x in records)
+    assert not any({"p2p_pass", "f2p_pass", "patch"} & set(x) for x in records), "swe_lite's fields are its hook's"
     assert all(x["transcript"][0]["role"] == "assistant" and "<tool_call>" in x["transcript"][0]["content"]
                for x in records)
     assert "resolved rate      100.0%" in r.stdout
+
+
+def test_a_record_holds_the_hooks_fields_where_graded_and_null_elsewhere_never_0():
+    """Guards p2p_pass: 0.0 for an episode nobody graded (and scores for an infrastructure failure): the fields
+    an env's hook declares are null unless the env graded the episode, and the failure table decides infra."""
+    from agentrl.evaluation import EvalTask, make_record
+    from agentrl.types import TerminationReason, Trajectory
+
+    def record(termination, info, reward=0.0):
+        traj = Trajectory(id="t", group_id="g", env_id="e", task_id="x", reward=reward, reward_info=info,
+                          termination=TerminationReason(termination), termination_detail="why")
+        return make_record(EvalTask(id="x", seed=1), 0, "m", traj, fields=("p2p_pass", "patch"), transcripts=False)
+
+    graded = record("done", {"resolved": True, "p2p_pass": 1.0, "patch": "diff"}, reward=1.0)
+    assert graded["resolved"] and graded["p2p_pass"] == 1.0 and graded["patch"] == "diff" and not graded["infra_error"]
+    ungraded = record("max_tokens", {"p2p_pass": 0.0})
+    assert ungraded["p2p_pass"] is None and ungraded["patch"] is None and ungraded["reward"] == 0.0
+    assert not ungraded["infra_error"] and ungraded["error"] == ""
+    infra = record("sandbox_error", {"resolved": False, "p2p_pass": 0.0})
+    assert infra["infra_error"] and infra["reward"] is None and infra["p2p_pass"] is None and infra["error"] == "why"
+
+
+@pytest.mark.parametrize("env", ["calc", "examples.custom_env:GuessEnv"])
+def test_an_untrained_model_scores_0_with_the_training_budget_and_the_summary_says_why(tmp_path, env):
+    """Guards eval masking a weak model: with no format-error budget and a context larger than the model's, the
+    tiny model babbled until the context overflowed, every episode became a masked engine_error, and the job
+    exited 1 ("rerun to retry"). Eval now has training's episode budget, so each episode is scored 0 as
+    format_errors after rollout.max_format_errors (3) unparseable actions in a row, and the job exits 0."""
+    out = tmp_path / "r.jsonl"
+    r = _cli(tmp_path, "--env", env, "--model", "tiny", "--num-tasks", "2", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    records = [json.loads(x) for x in out.read_text().splitlines()]
+    assert len(records) == 2 and not any(x["infra_error"] for x in records), records
+    assert all(x["reward"] == 0.0 and not x["resolved"] for x in records)
+    assert all(x["termination"] == "format_errors" and x["turns"] == x["n_format_errors"] == 3 for x in records)
+    assert "infra errors       0" in r.stdout and "mean reward        0.000" in r.stdout
+    assert "endings            2 format_errors (actions that never parsed as a tool call)" in r.stdout, r.stdout
 
 
 def test_infra_errors_fail_the_job_and_are_retried_on_rerun(tmp_path):

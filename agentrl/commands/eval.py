@@ -6,11 +6,16 @@
     agentrl eval --env swe_lite --oracle gold --split test --out gold.jsonl     # checks the grader: 100 %
     agentrl eval --env my_pkg.envs:MyEnv --oracle expert                       # the env's scripted expert
 
+Episodes have the budget `agentrl train --env ENV` gives them (turns, tokens per turn, context, format errors
+in a row, wall clock: the env preset's rollout.* settings, else the defaults); the flags override it. A model
+that never produces a valid action therefore scores 0 (format_errors or max_turns), as in training; only
+infrastructure failures (engine, sandbox, env faults) are masked.
+
 One JSON line per finished episode (scores, termination, timings, the transcript) goes to --out as it
 finishes; running the same command again skips the episodes already scored there and retries infra errors.
 The summary gives resolved rate, mean reward with a 95% interval, pass@k (unbiased), mean turns,
-format-error rate, infra errors (masked from the rates) and time. Exit status 1 when no episode could be
-scored (all infra errors), 2 for a usage or config error.
+format-error rate, infra errors (masked from the rates), how the episodes ended, and time. Exit status 1 when
+no episode could be scored (all infra errors), 2 for a usage or config error.
 """
 
 from __future__ import annotations
@@ -44,12 +49,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="with --tasks: read SWE-bench-style JSONL with repository snapshots from this folder")
     parser.add_argument("--limit", type=int, default=None, help="only the first N tasks")
     parser.add_argument("--backend", default="auto", help="sandbox backend: auto | docker | bwrap | local")
-    parser.add_argument("--max-turns", "--max-steps", dest="max_turns", type=int, default=30,
-                        help="tool calls per episode")
-    parser.add_argument("--wall-clock-s", type=float, default=600.0,
-                        help="seconds per episode, generation included (then graded as it stands)")
-    parser.add_argument("--max-new-tokens", type=int, default=384, help="tokens per model turn")
-    parser.add_argument("--max-context-tokens", type=int, default=8192, help="context budget per episode")
+    parser.add_argument("--max-turns", "--max-steps", dest="max_turns", type=int, default=None,
+                        help="tool calls per episode (default: the env preset's rollout.max_turns)")
+    parser.add_argument("--wall-clock-s", type=float, default=None,
+                        help="seconds per episode, generation included, then graded as it stands "
+                             "(default: rollout.episode_timeout_s)")
+    parser.add_argument("--max-new-tokens", type=int, default=None,
+                        help="tokens per model turn (default: rollout.max_new_tokens)")
+    parser.add_argument("--max-context-tokens", type=int, default=None,
+                        help="context budget per episode (default: rollout.max_context_tokens)")
+    parser.add_argument("--max-format-errors", type=int, default=None,
+                        help="unparseable actions in a row that end an episode as format_errors "
+                             "(default: rollout.max_format_errors)")
     parser.add_argument("--temperature", type=float, default=0.7)
     parser.add_argument("--seed", type=int, default=0, help="engine sampling seed")
     parser.add_argument("--no-transcripts", action="store_true", help="leave the transcripts out of the records")
@@ -71,6 +82,20 @@ def check_server(urls: list[str], timeout_s: float = 5.0) -> None:
             reason = getattr(e, "reason", e)
             raise AgentRLError(f"cannot reach model server {url}: {reason}; start it (agentrl serve --model ...) "
                                "or fix --model") from None
+
+
+def episode_budget(args: argparse.Namespace) -> dict:
+    """EvalConfig's budget fields: each flag given, else the env preset's rollout.* (what `agentrl train --env`
+    uses), else the rollout defaults."""
+    from agentrl.config import load_config
+    from agentrl.rollout.agent_loop import LoopConfig
+
+    loop = LoopConfig.from_rollout(load_config(args.env).rollout)
+    given = {"max_turns": args.max_turns, "max_new_tokens": args.max_new_tokens,
+             "max_context_tokens": args.max_context_tokens, "max_format_errors": args.max_format_errors,
+             "wall_clock_s": args.wall_clock_s}
+    preset = {**{k: getattr(loop, k) for k in given if k != "wall_clock_s"}, "wall_clock_s": loop.timeout_s}
+    return {k: preset[k] if v is None else v for k, v in given.items()}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -102,10 +127,8 @@ def run(args: argparse.Namespace) -> int:
     cfg = EvalConfig(env=args.env, env_kwargs=env_kwargs, out=args.out, split=args.split, samples=args.samples,
                      concurrency=args.concurrency or default_concurrency(), oracle=args.oracle, model=model,
                      tasks_path=args.tasks, snapshots=args.snapshots, limit=args.limit, num_tasks=args.num_tasks,
-                     seed=args.task_seed, backend=args.backend, max_turns=args.max_turns,
-                     max_new_tokens=args.max_new_tokens, max_context_tokens=args.max_context_tokens,
-                     temperature=args.temperature, wall_clock_s=args.wall_clock_s,
-                     transcripts=not args.no_transcripts)
+                     seed=args.task_seed, backend=args.backend, temperature=args.temperature,
+                     transcripts=not args.no_transcripts, **episode_budget(args))
     urls = model.split(",") if model.startswith(("http://", "https://")) else []
     if urls:
         check_server(urls)

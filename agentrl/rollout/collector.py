@@ -16,6 +16,7 @@ from typing import Any
 
 from agentrl.rollout.agent_loop import LoopConfig, as_renderer, run_episode
 from agentrl.rollout.engine import Engine
+from agentrl.rollout.seeds import member_sampling_seed
 from agentrl.types import FAILURE_POLICY, FailureAction, TerminationReason, Trajectory
 
 FAILURE_RETRIES = 1
@@ -40,21 +41,16 @@ async def _close(env: Any) -> None:
         pass
 
 
-def member_sampling_seed(seed: int | None, member: int, attempt: int) -> int | None:
-    """The sampling seed of attempt `attempt` of group member `member` on task `seed` (None without a task
-    seed): members differ, and a rerun of the same task seed (on any worker) reproduces the same samples."""
-    return None if seed is None else (seed * 65_537 + member * 257 + attempt) & 0x7FFFFFFF
-
-
 async def run_member(env_factory: EnvFactory, engine: Engine | None, renderer: Any, cfg: LoopConfig, *,
-                     seed: int | None, options: dict | None = None, expert: bool = False, group_id: str = "",
-                     member: int = 0, max_retries: int = 0,
+                     seed: int | None, options: dict | None = None, expert: bool = False, policy: Any = None,
+                     group_id: str = "", member: int = 0, max_retries: int = 0,
                      semaphore: asyncio.Semaphore | None = None) -> Trajectory:
     """One episode of a group (with retries); an env that cannot be built ends as env_error.
 
     Member m's attempt a samples with member_sampling_seed(seed, m, a). Each attempt builds a fresh env and
-    closes it afterwards; `semaphore` (if any) bounds the episodes running at once. Both backends run every
-    episode through here: the local one in this process, the Ray one inside a rollout worker.
+    closes it afterwards; `semaphore` (if any) bounds the episodes running at once. Both backends and
+    evaluation (sample m of a task is member m) run every episode through here: the local backend in this
+    process, the Ray one inside a rollout worker. `policy`: run_episode's (an oracle's ScriptedPolicy).
     """
     for attempt in range(max_retries + 1):
         sampling_seed = member_sampling_seed(seed, member, attempt)
@@ -68,7 +64,7 @@ async def run_member(env_factory: EnvFactory, engine: Engine | None, renderer: A
             else:
                 try:
                     traj = await run_episode(env, engine, renderer, cfg, seed=seed, options=options, expert=expert,
-                                             group_id=group_id, sampling_seed=sampling_seed)
+                                             policy=policy, group_id=group_id, sampling_seed=sampling_seed)
                 finally:
                     await _close(env)
         traj.metrics["rollout/retries"] = attempt

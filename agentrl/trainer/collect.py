@@ -2,10 +2,10 @@
 policy, DAPO dynamic sampling, reward shaping and advantages.
 
 A step's batch has B = rollout.tasks_per_step *slots*. `collect_slot` fills slot j of step s: it runs the
-group of task `task_seed(base, s, round, j)` and, when the failure policy or dynamic sampling drops it,
-reruns the slot with the next round's seed. Sync and overlapped training both fill slots through it (the
-pipeline, pipeline.py; sync is the pipeline with zero overlap), so after a drop they draw the same tasks,
-and a resumed run samples the same tasks as an uninterrupted one. Infrastructure failures
+group of task `task_seed(base, s, round, j)` (agentrl.rollout.seeds) and, when the failure policy or dynamic
+sampling drops it, reruns the slot with the next round's seed. Sync and overlapped training both fill slots
+through it (the pipeline, pipeline.py; sync is the pipeline with zero overlap), so after a drop they draw the
+same tasks, and a resumed run samples the same tasks as an uninterrupted one. Infrastructure failures
 (FailureAction.MASK, or RETRY still failing after the retries) leave the batch before baselines are
 computed: they never train as reward 0.
 """
@@ -13,7 +13,6 @@ computed: they never train as reward 0.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -22,16 +21,11 @@ import torch
 from agentrl.cluster import EpisodeBackend, LocalBackend
 from agentrl.rollout.agent_loop import LoopConfig
 from agentrl.rollout.collector import summarize
+from agentrl.rollout.seeds import task_seed
 from agentrl.trainer.advantages import AdvantageConfig, compute_advantages
 from agentrl.trainer.metrics import Peak, merge_metrics
 from agentrl.trainer.shaping import dynamic_sampling_filter, overlong_penalty
-from agentrl.types import FAILURE_POLICY, FailureAction, Trajectory
-
-
-def task_seed(base: int, step: int, round_: int, slot: int) -> int:
-    """A stable 31-bit seed for task `slot` of resample round `round_` at `step`."""
-    digest = hashlib.sha256(f"{base}/{step}/{round_}/{slot}".encode()).digest()
-    return int.from_bytes(digest[:4], "little") & 0x7FFFFFFF
+from agentrl.types import Trajectory, scored
 
 
 @dataclass
@@ -47,7 +41,7 @@ class StepBatch:
 
 def trainable(traj: Trajectory) -> bool:
     """True if the failure policy scores this trajectory (infrastructure failures are masked)."""
-    return FAILURE_POLICY[traj.termination] is FailureAction.SCORE
+    return scored(traj.termination)
 
 
 async def run_groups(
@@ -92,15 +86,6 @@ def shaped_rewards(
         lengths = torch.tensor([t.num_action_tokens for t in trajs], dtype=torch.float64)
         rewards = rewards + overlong_penalty(lengths, max_len=max_len, cache_len=min(overlong_buffer, max_len))
     return rewards
-
-
-def loop_config(cfg) -> LoopConfig:
-    """The agent-loop limits and sampling parameters of training rollouts."""
-    r = cfg.rollout
-    return LoopConfig(
-        max_turns=r.max_turns, max_context_tokens=r.max_context_tokens, max_new_tokens=r.max_new_tokens,
-        timeout_s=r.episode_timeout_s, temperature=r.temperature, top_p=r.top_p, top_k=r.top_k,
-    )
 
 
 def finish_group(group: list[Trajectory], cfg, metrics: dict[str, float]) -> list[Trajectory] | None:
@@ -194,7 +179,8 @@ async def collect_slot(
         out.seeds.append(seed)
         out.metrics["rollout/sample_rounds"] = Peak(round_ + 1)
         try:
-            group = await asyncio.wait_for(backend.collect_group(seed, r.group_size, cfg=loop_config(cfg)), timeout_s)
+            loop_cfg = LoopConfig.from_rollout(r)
+            group = await asyncio.wait_for(backend.collect_group(seed, r.group_size, cfg=loop_cfg), timeout_s)
         except TimeoutError:
             out.metrics["pipeline/group_timeouts"] = out.metrics.get("pipeline/group_timeouts", 0) + 1
             continue

@@ -56,6 +56,12 @@ class _Finished:
     error: BaseException | None = None
 
 
+def admission_bound(r) -> int:
+    """η of rollout section `r`: how many policy versions a group may start ahead of the step that trains on it
+    (0 for sync, 1 for one_step_off, rollout.max_staleness for async)."""
+    return {"sync": 0, "one_step_off": 1}.get(r.mode, r.max_staleness)
+
+
 def oldest_version(trajs: list[Trajectory]) -> int | None:
     """min_t v_t over the generated tokens of trajs (None if they have none)."""
     vs = [v for t in trajs for s in t.segments for v, m in zip(s.versions, s.loss_mask, strict=True) if m and v >= 0]
@@ -77,7 +83,7 @@ class RolloutPipeline:
         self.on_episode = on_episode
         self.overlapped = r.mode != "sync"
         self.in_order = r.mode != "async"
-        self.eta = {"sync": 0, "one_step_off": 1}.get(r.mode, r.max_staleness)
+        self.eta = admission_bound(r)
         self.B = r.tasks_per_step
         self.synced = start_step
         self.timeout_s = timeout_s or 3 * r.episode_timeout_s * resample_rounds(cfg) + 60

@@ -14,9 +14,9 @@ import random
 import torch
 
 from agentrl import precision
-from agentrl.trainer.batch import build_minibatch, microbatches
 from agentrl.rollout.agent_loop import LoopConfig
 from agentrl.rollout.seeds import warm_start_seed
+from agentrl.trainer.batch import build_minibatch, microbatches
 from agentrl.trainer.collect import run_groups, trainable
 from agentrl.trainer.memory import release_memory
 from agentrl.trainer.prefix import sharing_supported

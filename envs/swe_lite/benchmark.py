@@ -2,20 +2,21 @@
 
 Used by bench/learn_swe.py and `make demo` (scripts/demo_swe.py). Unlike the loop's seeded held-out sampling,
 every eligible task of the held-out splits is run exactly once, so two models (or checkpoints) are compared
-task by task (agentrl.trainer.heldout.paired_sign_test) on the same tasks. "Resolved" is the grader's verdict
-(all hidden F2P and P2P tests pass), never a shaped reward.
+task by task (agentrl.evaluation.paired_sign_test) on the same tasks. It is the generic evaluator
+(agentrl.evaluation.run_episodes) with swe_lite's hook and the training run's episode budget, greedy.
+"Resolved" is the grader's verdict (all hidden F2P and P2P tests pass), never a shaped reward; an episode the
+loop's own budget ended is graded as it stands, as in `agentrl eval`.
 """
 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import replace
 from functools import partial
 from itertools import zip_longest
 
 from agentrl.envs.swe_lite.tasks import Task, load_any
 
-from agentrl.trainer.heldout import HeldOut, wilson
+from agentrl.evaluation import HeldOut
 
 EVAL_WALL_CLOCK_S = 6 * 3600.0
 """Episode wall-clock budget of a held-out evaluation: a backstop only (see resolved_rate)."""
@@ -42,42 +43,42 @@ async def resolved_rate(cfg, engine, tokenizer, tasks: list[Task], level: int, *
 
     With `episodes_path`, every episode is written there as readable text (task, verdict, the whole exchange):
     what the model actually did, for reading a rate of 0 as format errors, wrong edits or wrong fixes."""
+    from agentrl.envs.swe_lite.evaluation import SweLiteEvalHook, eval_task
+
+    from agentrl.evaluation import EvalConfig, held_out, run_episodes
     from agentrl.registry import make
-    from agentrl.rollout.collector import collect_group
-    from agentrl.trainer.collect import loop_config, trainable
+    from agentrl.rollout.agent_loop import LoopConfig
 
     # Every task is admitted at once, so an episode also waits for the other episodes' prefill and decode: a
     # wall-clock budget (the loop's episode_timeout_s, the env's wall_clock_s) would count that queueing against
-    # the model (75 level-0 episodes all ended as `timeout` after their first edit). Episodes stay bounded by
-    # max_turns × max_new_tokens and the env's per-command timeouts.
+    # the model. Episodes stay bounded by max_turns × max_new_tokens and the env's per-command timeouts.
     kwargs = {**cfg.env.kwargs, **cfg.env.eval_kwargs, "level": level, "shaped_reward": False,
-              "wall_clock_s": EVAL_WALL_CLOCK_S}
+              "wall_clock_s": EVAL_WALL_CLOCK_S, "tasks": tasks}
     kwargs.pop("split", None)
     kwargs.pop("curriculum", None)
-    loop_cfg = replace(loop_config(cfg), temperature=0.0, top_p=1.0, top_k=-1, timeout_s=EVAL_WALL_CLOCK_S)
-    semaphore = asyncio.Semaphore(concurrency or cfg.rollout.concurrency)
-
-    async def one(task: Task):
-        factory = partial(make, cfg.env.name, **{**kwargs, "tasks": [task]})
-        (traj,) = await collect_group(factory, engine, tokenizer, seed=0, group_size=1, cfg=loop_cfg,
-                                      semaphore=semaphore)
-        if on_episode:
-            on_episode(1)
-        return traj
-
-    trajs = await asyncio.gather(*(one(t) for t in tasks))
+    job = EvalConfig(env=cfg.env.name, split=None, model="benchmark", transcripts=episodes_path is not None,
+                     concurrency=concurrency or cfg.rollout.concurrency)
+    loop_cfg = LoopConfig.from_rollout(cfg.rollout, temperature=0.0, top_p=1.0, top_k=-1, timeout_s=EVAL_WALL_CLOCK_S,
+                                       grade_at_budget=True)
+    index = {t.instance_id: i for i, t in enumerate(tasks)}
+    records = await run_episodes(job, [eval_task(t) for t in tasks], partial(make, cfg.env.name, **kwargs), engine,
+                                 tokenizer, loop_cfg, hook=SweLiteEvalHook(),
+                                 on_record=(lambda rec: on_episode(1)) if on_episode else None)
+    records.sort(key=lambda rec: index[rec["instance_id"]])
     if episodes_path is not None:
-        with open(episodes_path, "w") as f:
-            for task, traj in zip(tasks, trajs, strict=True):
-                info = traj.reward_info or {}
-                f.write(f"{task.instance_id}  level {level}  resolved={bool(info.get('resolved'))}  "
-                        f"termination={traj.termination}  scored={trainable(traj)}\n"
-                        f"{traj.render(tokenizer, max_chars=6000)}\n{'=' * 100}\n")
-    per_task = {i: float(bool(t.reward_info.get("resolved"))) for i, t in enumerate(trajs) if trainable(t)}
-    total = sum(per_task.values())
-    low, high = wilson(total, len(per_task))
-    return HeldOut(mean=total / max(len(per_task), 1), low=low, high=high, n=len(per_task),
-                   masked=len(tasks) - len(per_task), per_task=per_task)
+        write_episodes(episodes_path, records, level)
+    return held_out(records, key=lambda rec: index[rec["instance_id"]], score=lambda rec: rec["resolved"])
+
+
+def write_episodes(path, records: list[dict], level: int) -> None:
+    """Every episode as readable text: task, verdict, ending, then what the model wrote and the env answered."""
+    with open(path, "w") as f:
+        for rec in records:
+            f.write(f"{rec['instance_id']}  level {level}  resolved={rec['resolved']}  "
+                    f"termination={rec['termination']}  scored={not rec['infra_error']}\n")
+            for row in rec.get("transcript") or []:
+                f.write(f"--- {row['role']}\n{row['content'][:6000]}\n")
+            f.write("=" * 100 + "\n")
 
 
 def evaluate_model(cfg, model_name: str, tasks: list[Task], level: int, *, label: str = "",

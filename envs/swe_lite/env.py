@@ -56,14 +56,15 @@ class SweLiteEnv(AgentEnv):
     float(resolved) at the end, 0 before. resolved = all F2P and P2P pass in a fresh sandbox that holds only the
     agent's allowed source changes plus the hidden tests. `shaped_reward=True`: f2p rate if all P2P pass.
     ## Episode End
-    Terminated by submit, `max_format_errors` format errors in a row, or a dead sandbox (info["infra_error"],
-    which the trainer masks). Truncated at `max_steps` or `wall_clock_s`, graded all the same by default.
+    Terminated by submit or a dead sandbox (info["infra_error"], which the trainer masks). Truncated at
+    `max_steps` or `wall_clock_s`, graded all the same by default. The agent loop ends an episode after
+    rollout.max_format_errors format errors in a row; `end_episode` then scores it 0 without grading.
     ## Arguments
     tasks (list[Task] | path | None = shipped corpus), snapshots (folder of repo snapshots for SWE-bench-style
     JSONL), split ("train", or names joined by commas), level (0 | 1 | 2 | "auto"), curriculum (a shared
     levels.Curriculum for "auto"; promote_at, promote_window size a private one), backend, pool (a SandboxPool to
     share), visibility ("hidden" | "visible"), max_steps, wall_clock_s, command_timeout_s, shaped_reward,
-    grade_on_truncation, max_format_errors.
+    grade_on_truncation, grade_timeout_s.
     ## Version History
     v0: initial version; levels and the shortened prompt added without a version bump (level 1 = v0's issue).
     """
@@ -76,7 +77,7 @@ class SweLiteEnv(AgentEnv):
                  promote_at: float = 0.5, promote_window: int = 16,
                  backend: str = "auto", pool: Any = None, visibility: str = "hidden", max_steps: int = 30,
                  wall_clock_s: float = 600.0, command_timeout_s: float = 30.0, shaped_reward: bool = False,
-                 grade_on_truncation: bool = True, max_format_errors: int = 3, grade_timeout_s: float = 120.0):
+                 grade_on_truncation: bool = True, grade_timeout_s: float = 120.0):
         self.tasks = tasks if isinstance(tasks, list) else load_any(tasks, snapshots, split)
         if not self.tasks:
             raise TaskError(f"no swe_lite tasks in split {split!r}")
@@ -92,7 +93,7 @@ class SweLiteEnv(AgentEnv):
         self.backend, self.pool, self.visibility = backend, pool, visibility
         self.max_steps, self.wall_clock_s, self.command_timeout_s = max_steps, wall_clock_s, command_timeout_s
         self.shaped_reward, self.grade_on_truncation = shaped_reward, grade_on_truncation
-        self.max_format_errors, self.grade_timeout_s = max_format_errors, grade_timeout_s
+        self.grade_timeout_s = grade_timeout_s
         self.task: Task | None = None
         self.sandbox = None
         self._done = True
@@ -143,7 +144,7 @@ class SweLiteEnv(AgentEnv):
             self.level = 1
         t0 = time.monotonic()
         self.start = t0
-        self.steps = self.format_errors = self.errors_in_row = 0
+        self.steps = self.format_errors = 0
         self.timings = {"reset_s": 0.0, "tools_s": 0.0, "grade_s": 0.0}
         self._done = False
         self._plan: list[str] | None = None
@@ -165,16 +166,11 @@ class SweLiteEnv(AgentEnv):
             raise RuntimeError("call reset() before step() (the episode is over)")
         self.steps += 1
         call = self.parse_action(action)
-        if isinstance(call, FormatError):
+        if isinstance(call, FormatError):  # the agent loop counts them and ends the episode (end_episode)
             self.format_errors += 1
-            self.errors_in_row += 1
-            if self.errors_in_row >= self.max_format_errors:
-                info = self._final_info(None, "format_errors", termination="format_errors")
-                return [user(call.message)], 0.0, True, False, {**info, "format_error": True}
             truncated, info = self._budget_check()
             return [user(call.message)], info.get("reward", 0.0), False, truncated, {"format_error": True,
                                                                                        "error_kind": call.kind, **info}
-        self.errors_in_row = 0
         try:
             if call.name == "submit":
                 info = self.finish("submitted")
@@ -214,10 +210,20 @@ class SweLiteEnv(AgentEnv):
         self.sandbox = None
         return [user(f"The sandbox failed ({type(error).__name__}); the episode ends.")], 0.0, True, False, info
 
+    def end_episode(self, termination: str, *, grade: bool) -> dict[str, Any] | None:
+        """The agent loop ended the episode on its own budget. Format errors score 0 without grading (no usable
+        action came); any other budget is graded as the repository stands when `grade` (evaluation), else the
+        episode keeps its rewards so far (training). Raises SandboxError when grading's sandbox fails."""
+        if self.task is None or self._done:
+            return None
+        if termination == "format_errors":
+            return {**self._final_info(None, "format_errors", termination="format_errors"), "format_error": True}
+        return self.finish(f"loop_{termination}", termination) if grade and self.sandbox is not None else None
+
     def finish(self, exit_reason: str, termination: str = "done") -> dict[str, Any]:
         """Grade the repository as it is now in a fresh sandbox and end the episode; returns the final info.
 
-        Used by submit and the budgets, and by evaluation when the agent loop ends an episode on its own budget.
+        Used by submit and the budgets, and by end_episode when evaluation grades an episode the agent loop ended.
         Raises SandboxError when the agent's or the grading sandbox fails (the caller marks infra_error).
         """
         if self._done:

@@ -1,5 +1,6 @@
-"""swe_lite's evaluation hook: its task list and splits, task validation, the gold/empty oracles, and grading
-of an episode the agent loop ended on its own budget. The generic evaluator (agentrl.evaluation) calls it.
+"""swe_lite's evaluation hook: its task list and splits, task validation, the gold/empty oracles and the fields
+its records carry. The generic evaluator (agentrl.evaluation) calls it; an episode the agent loop ended on its
+own budget is graded as it stands by the env itself (SweLiteEnv.end_episode).
 
 Tasks are validated when the job loads them, so a broken task is one clear error instead of a silent 0 %:
 the gold patch and the test patch must apply to the snapshot, and the test patch must create every
@@ -8,15 +9,16 @@ FAIL_TO_PASS test it names.
 
 from __future__ import annotations
 
-import asyncio
 import re
 from typing import Any
 
 from agentrl.envs.swe_lite.patches import PatchError, apply_patch
 from agentrl.envs.swe_lite.tasks import Task, TaskError, load_any
 
-from agentrl.errors import SandboxError
 from agentrl.evaluation import EvalConfig, EvalHook, EvalTask
+from agentrl.rollout.agent_loop import ScriptedPolicy
+from agentrl.rollout.seeds import name_seed
+from agentrl.tool_calls import format_call
 
 
 def _test_defined(files: dict[str, str], node_id: str) -> bool:
@@ -49,70 +51,68 @@ def validate_task(task: Task) -> None:
 
 
 class SweLiteEvalHook(EvalHook):
-    """Tasks by instance id from a split; oracles gold (must resolve 100 %) and empty (must resolve 0 %)."""
+    """Tasks by instance id from a split; oracles gold (must resolve 100 %), empty (must resolve 0 %) and the
+    scripted expert, each a ScriptedPolicy run through the agent loop like a model."""
 
     oracles = ("gold", "empty", "expert")
+    record_fields = ("f2p_pass", "p2p_pass", "resolution", "patch", "suspicious", "grading_reason", "grading_mode",
+                     "grading_refused")
 
     def __init__(self) -> None:
         self.pool = None
         self._tasks: list[Task] = []
 
     def tasks(self, job: EvalConfig) -> list[EvalTask]:
-        """The split's tasks (shipped corpus, --tasks JSONL, or SWE-bench JSONL + --snapshots), validated."""
+        """The split's tasks (shipped corpus, --tasks JSONL, or SWE-bench JSONL + --snapshots), validated; each
+        task's seed is name_seed(instance id), so its samples are seeded like a training group's members."""
         # as training finds them: SWE-bench records read their repos from --snapshots, else snapshots/ beside the JSONL
         tasks = load_any(job.tasks_path, job.snapshots, job.split or "test", snapshots_option="--snapshots DIR")
         self._tasks = tasks[: job.limit]
         for task in self._tasks:
             validate_task(task)
-        return [EvalTask(id=t.instance_id, options={"instance_id": t.instance_id}, split=t.split) for t in self._tasks]
+        return [eval_task(t) for t in self._tasks]
 
     def env_kwargs(self, job: EvalConfig, tasks: list[EvalTask]) -> dict[str, Any]:
-        """The validated task list, one sandbox pool shared by all episodes, and the job's budgets."""
+        """The validated task list, one sandbox pool shared by all episodes, and the job's turn and time budget."""
         from agentrl.sandboxes import SandboxPool
 
+        loop = job.loop_config()
         self.pool = SandboxPool(backend=job.backend, max_concurrency=max(1, job.concurrency), warm=0)
-        return {"tasks": self._tasks, "pool": self.pool, "max_steps": job.max_turns, "wall_clock_s": job.wall_clock_s}
+        return {"tasks": self._tasks, "pool": self.pool, "max_steps": loop.max_turns, "wall_clock_s": loop.timeout_s}
 
-    async def oracle(self, env, task: EvalTask, kind: str, sample: int) -> dict[str, Any]:
-        """gold: write the fixed files in the agent sandbox; empty: change nothing; then submit and grade."""
-        if kind == "expert":
-            return await super().oracle(env, task, kind, sample)
-        return await asyncio.to_thread(self._patch_oracle, env, task, kind, sample)
-
-    def _patch_oracle(self, env, task: EvalTask, kind: str, sample: int) -> dict[str, Any]:
-        from agentrl.envs.swe_lite.grading import REPO
-
-        from agentrl.tool_calls import format_call
-
-        try:
-            env.reset(seed=sample, options=task.options)
-            t = env.task
-            if kind == "gold":
-                fixed = t.fixed_files()
-                for path in sorted(set(t.files) | set(fixed)):
-                    if fixed.get(path) != t.files.get(path):
-                        if path in fixed:
-                            env.sandbox.write_file(f"{REPO}/{path}", fixed[path])
-                        else:
-                            env.sandbox.exec(f"rm -f -- '{path}'", cwd=REPO)
-            _, reward, _, _, info = env.step(format_call("submit", {}))
-        except SandboxError as e:
-            return {"reward": 0.0, "termination": "sandbox_error", "turns": 0, "info": {"infra_error": True},
-                    "error": f"{type(e).__name__}: {e}", "transcript": []}
-        return {"reward": reward, "termination": info.get("termination", "done"), "turns": 1, "info": info,
-                "transcript": [{"role": "assistant", "content": f"(oracle {kind}) submit"}]}
-
-    def finish(self, env, termination: str) -> dict[str, Any] | None:
-        """Grade the repository as it stands when the loop's own budget (tokens, time) ended the episode."""
-        if getattr(env, "sandbox", None) is None:
-            return None
-        try:
-            return env.finish(f"loop_{termination}", termination)
-        except SandboxError as e:
-            return {"infra_error": True, "error": f"{type(e).__name__}: {e}"}
+    def policy(self, job: EvalConfig) -> ScriptedPolicy:
+        """gold: write the fixed files in the agent's sandbox, then submit; empty: submit at once; expert: the
+        env's scripted expert."""
+        if job.oracle == "gold":
+            return ScriptedPolicy(_gold, name="the gold oracle")
+        if job.oracle == "empty":
+            return ScriptedPolicy(lambda env: format_call("submit", {}), name="the empty oracle")
+        return super().policy(job)
 
     def close(self) -> None:
         """Close the shared sandbox pool."""
         if self.pool is not None:
             self.pool.close()
             self.pool = None
+
+
+def eval_task(task: Task) -> EvalTask:
+    """The EvalTask of a swe_lite task: reset by instance id, seeded by it."""
+    return EvalTask(id=task.instance_id, seed=name_seed(task.instance_id), options={"instance_id": task.instance_id},
+                    split=task.split)
+
+
+def _gold(env) -> str:
+    """The gold oracle's one action: the fixed files written straight into the agent's sandbox (not through the
+    agent's tools: this checks the grader, not the tools), then submit."""
+    from agentrl.envs.swe_lite.grading import REPO
+
+    t = env.task
+    fixed = t.fixed_files()
+    for path in sorted(set(t.files) | set(fixed)):
+        if fixed.get(path) != t.files.get(path):
+            if path in fixed:
+                env.sandbox.write_file(f"{REPO}/{path}", fixed[path])
+            else:
+                env.sandbox.exec(f"rm -f -- '{path}'", cwd=REPO)
+    return format_call("submit", {})

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,7 @@ from agentrl.agent_env import AgentEnv
 from agentrl.cluster import LocalBackend
 from agentrl.errors import SandboxDead
 from agentrl.models import load_tokenizer
-from agentrl.rollout.agent_loop import LoopConfig, run_episode
+from agentrl.rollout.agent_loop import LoopConfig, ScriptedPolicy, run_episode
 from agentrl.rollout.chat import ChatRenderer
 from agentrl.rollout.collector import collect_group, summarize
 from agentrl.tool_calls import format_call, function_tool
@@ -202,6 +203,67 @@ def test_expert_without_action_is_env_error_and_loop_without_engine_is_refused()
     assert run(env, None, expert=True).termination is TR.ENV_ERROR
     with pytest.raises(ValueError, match="needs an engine unless expert=True"):
         run(ProbeEnv(), None)
+
+
+class ClosingEnv(ProbeEnv):
+    """ProbeEnv whose end_episode records each call and answers a final info with a reward (or fails)."""
+
+    def __init__(self, *args, end_fails=False, **kw):
+        super().__init__(*args, **kw)
+        self.ended, self.end_fails = [], end_fails
+
+    def end_episode(self, termination, *, grade):
+        self.ended.append((termination, grade))
+        if self.end_fails:
+            raise SandboxDead("grader gone")
+        return {"reward": 0.25, "closed_as": termination}
+
+
+@pytest.mark.parametrize("reason", [TR.MAX_TURNS, TR.MAX_TOKENS, TR.TIMEOUT, TR.FORMAT_ERRORS])
+def test_the_env_closes_out_an_episode_one_of_the_loops_budgets_ended(reason):
+    """Guards the one owner of the loop's budgets: when one ends an episode (format errors included, which
+    swe_lite used to count a second time itself), the env is told once, with the caller's grade flag, and its
+    final info and reward are the episode's (evaluation grades what stands this way)."""
+    env, engine, cfg = SCENARIOS[reason]()
+    env = ClosingEnv(**{k: getattr(env, k) for k in ("format_errors", "sleep_s", "obs_text")})
+    traj = run(env, engine, replace(cfg, grade_at_budget=True))
+    assert traj.termination is reason and env.ended == [(reason.value, True)]
+    assert traj.reward == 0.25 and traj.reward_info["closed_as"] == reason.value
+    env = ClosingEnv(**{k: getattr(env, k) for k in ("format_errors", "sleep_s", "obs_text")})
+    assert run(env, SCENARIOS[reason]()[1], cfg).termination is reason and env.ended == [(reason.value, False)]
+
+
+def test_an_env_ending_or_a_failure_is_not_closed_out_by_the_loop_and_a_failing_close_is_infra():
+    env = ClosingEnv(done_after=1)
+    assert run(env, ScriptedEngine([say("a")])).termination is TR.DONE and env.ended == []
+    env = ClosingEnv(fail="step")
+    assert run(env, ScriptedEngine([say("a")])).termination is TR.ENV_ERROR and env.ended == []
+    traj = run(ClosingEnv(format_errors=True, end_fails=True), ScriptedEngine([say("a")]), LoopConfig(max_format_errors=1))
+    assert traj.termination is TR.SANDBOX_ERROR and "grader gone" in traj.termination_detail
+
+
+def test_a_scripted_policy_acts_through_the_same_loop_and_budgets():
+    """An evaluation oracle is a ScriptedPolicy: its actions are tokenized like the model's and cut at the same
+    max_new_tokens; an oracle with nothing to say ends the episode as an env error naming it."""
+    actions = iter([format_call("noop", {}), "not a call", "x " * 200])
+    cfg = LoopConfig(max_new_tokens=40, max_turns=3)
+    traj = run(ProbeEnv(), None, cfg, policy=ScriptedPolicy(lambda env: next(actions)))
+    assert [t.finish_reason for t in traj.turns] == ["stop", "stop", "length"] and traj.expert
+    assert traj.turns[0].action_text == format_call("noop", {}) and traj.termination is TR.MAX_TURNS
+    assert run(ProbeEnv(), None, policy=ScriptedPolicy(lambda env: None, name="oracle")).termination_detail == \
+        "oracle returned None"
+
+
+def test_loop_settings_come_from_the_rollout_section():
+    """Guards a budget read in one place and forgotten in another (eval once ran with no format-error limit)."""
+    from agentrl.config import RolloutConfig
+
+    r = RolloutConfig(max_turns=7, max_context_tokens=999, max_new_tokens=33, episode_timeout_s=12.0,
+                      max_format_errors=5, temperature=0.5, top_p=0.9, top_k=4)
+    loop = LoopConfig.from_rollout(r, top_k=-1)
+    assert (loop.max_turns, loop.max_context_tokens, loop.max_new_tokens, loop.timeout_s, loop.max_format_errors,
+            loop.temperature, loop.top_p, loop.top_k, loop.grade_at_budget) == (7, 999, 33, 12.0, 5, 0.5, 0.9, -1, False)
+    assert LoopConfig().max_format_errors == RolloutConfig().max_format_errors
 
 
 def test_collect_group_shares_task_and_group_and_closes_envs():

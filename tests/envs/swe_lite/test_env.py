@@ -80,13 +80,26 @@ def test_repo_has_one_commit_no_history_no_bytecode(make_env):
     assert env.step(bash("pwd"))[0][0]["content"].count("/workspace/repo") == 1  # fresh subshell: cd did not persist
 
 
-def test_format_errors_end_the_episode(make_env):
-    env = make_env(max_format_errors=2)
+def test_format_errors_end_the_episode_in_the_loop_and_score_0(make_env):
+    """Guards the one owner of the format-error budget: the env only flags each error (it used to end the
+    episode itself at its own limit, beside the loop's), the agent loop ends it at LoopConfig.max_format_errors,
+    and end_episode closes it out as a scored 0 with the env's final info, even when evaluation asks for a grade."""
+    import asyncio
+
+    from agentrl.models import load_tokenizer
+    from agentrl.rollout.agent_loop import LoopConfig, ScriptedPolicy, run_episode
+
+    env = make_env()
     env.reset(seed=0)
-    _, _, terminated, _, info = env.step("no call here")
-    assert info["format_error"] and not terminated
-    _, reward, terminated, _, info = env.step("still nothing")
-    assert terminated and reward == 0.0 and info["exit_reason"] == "format_errors" and info["n_format_errors"] == 2
+    for _ in range(4):
+        _, _, terminated, truncated, info = env.step("no call here")
+        assert info["format_error"] and not terminated and not truncated
+    cfg = LoopConfig(max_format_errors=2, max_new_tokens=16, grade_at_budget=True)
+    policy = ScriptedPolicy(lambda env: "no call here", name="babble")
+    traj = asyncio.run(run_episode(make_env(), None, load_tokenizer("tiny"), cfg, seed=0, policy=policy))
+    info = traj.reward_info
+    assert traj.termination.value == "format_errors" and traj.reward == 0.0 and len(traj.turns) == 2
+    assert info["exit_reason"] == "format_errors" and info["n_format_errors"] == 2 and not info["grading_valid"]
 
 
 def test_max_steps_truncates_and_grades(make_env, tasks):
