@@ -1,9 +1,13 @@
-"""Import cycles among agentrl's own modules: `python scripts/import_cycles.py [--lazy]`; exit 1 if any.
+"""Import cycles and upward imports among agentrl's own modules: `python scripts/import_cycles.py`; exit 1 if any.
 
 Reads the source (AST), so nothing is imported. The three source folders install as one package (agentrl/,
-envs/ → agentrl.envs, sandboxes/ → agentrl.sandboxes). By default only imports that run at module import time
-count (module level, including try/if blocks); `--lazy` also counts imports inside functions, which do not
-fail at import time but still tie two modules to each other.
+envs/ → agentrl.envs, sandboxes/ → agentrl.sandboxes). It reports
+- module-level cycles: imports that run at module import time (module level, including try/if blocks);
+- function-level cycles: imports inside functions too, which do not fail at import time but still tie two
+  modules to each other;
+- upward imports (UPWARD): a lower layer reaching into a higher one, at any level. The rollout layer, the
+  built-in envs and the evaluator sit below the trainer, which builds on them.
+Blocks under `if TYPE_CHECKING:` never run and are skipped.
 """
 
 from __future__ import annotations
@@ -14,6 +18,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = {"agentrl": ROOT / "agentrl", "agentrl.envs": ROOT / "envs", "agentrl.sandboxes": ROOT / "sandboxes"}
+UPWARD = {"agentrl.rollout": "agentrl.trainer", "agentrl.envs": "agentrl.trainer", "agentrl.evaluation": "agentrl.trainer"}
+"""Lower layer → the higher layer it must never import (a module is in a layer if its name is the layer's or
+starts with it and a dot)."""
 
 
 def modules() -> dict[str, Path]:
@@ -29,17 +36,39 @@ def modules() -> dict[str, Path]:
     return out
 
 
+def _type_checking(node: ast.AST) -> bool:
+    """True for `if TYPE_CHECKING:` (or `typing.TYPE_CHECKING`): its body never runs."""
+    test = getattr(node, "test", None) if isinstance(node, ast.If) else None
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
 def _eager(tree: ast.Module) -> list[ast.stmt]:
     """Module-level statements, descending into if/try/with blocks (they run at import), not into defs."""
     todo, out = list(tree.body), []
     while todo:
         node = todo.pop()
         out.append(node)
-        if isinstance(node, ast.If | ast.Try | ast.With):
+        if isinstance(node, ast.If) and _type_checking(node):
+            todo += node.orelse
+        elif isinstance(node, ast.If | ast.Try | ast.With):
             for field in ("body", "orelse", "finalbody", "handlers"):
                 todo += getattr(node, field, [])
         elif isinstance(node, ast.ExceptHandler):
             todo += node.body
+    return out
+
+
+def _everywhere(tree: ast.Module) -> list[ast.AST]:
+    """Every node of the module, functions included, except the bodies of `if TYPE_CHECKING:` blocks."""
+    todo, out = [tree], []
+    while todo:
+        node = todo.pop()
+        out.append(node)
+        if _type_checking(node):
+            todo += node.orelse
+        else:
+            todo += ast.iter_child_nodes(node)
     return out
 
 
@@ -49,7 +78,7 @@ def graph(lazy: bool) -> dict[str, set[str]]:
     edges: dict[str, set[str]] = {}
     for name, path in mods.items():
         tree = ast.parse(path.read_text())
-        nodes = list(ast.walk(tree)) if lazy else _eager(tree)
+        nodes = _everywhere(tree) if lazy else _eager(tree)
         deps: set[str] = set()
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         for node in nodes:
@@ -113,13 +142,25 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+def _in(module: str, layer: str) -> bool:
+    return module == layer or module.startswith(layer + ".")
+
+
+def upward(edges: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """(importer, imported) pairs where a lower layer imports the higher layer UPWARD forbids it."""
+    return sorted((src, dst) for src, deps in edges.items() for low, high in UPWARD.items()
+                  if _in(src, low) for dst in deps if _in(dst, high))
+
+
 def main(argv: list[str]) -> int:
-    """Print the cycles (or "none"); exit 1 when there are any."""
-    lazy = "--lazy" in argv
-    found = cycles(graph(lazy))
-    kind = "import cycles (module level and inside functions)" if lazy else "import cycles (module level)"
-    print(f"{kind}: " + ("none" if not found else "; ".join(" ↔ ".join(c) for c in found)))
-    return 1 if found else 0
+    """Print module-level cycles, function-level cycles and upward imports (each "none" or the list); exit 1
+    when there is any."""
+    eager, lazy = cycles(graph(lazy=False)), cycles(graph(lazy=True))
+    up = upward(graph(lazy=True))
+    print("import cycles (module level): " + ("; ".join(" ↔ ".join(c) for c in eager) or "none"))
+    print("import cycles (inside functions too): " + ("; ".join(" ↔ ".join(c) for c in lazy) or "none"))
+    print("upward imports: " + ("; ".join(f"{a} → {b}" for a, b in up) or "none"))
+    return 1 if eager or lazy or up else 0
 
 
 if __name__ == "__main__":

@@ -1,9 +1,14 @@
-"""No import cycles among agentrl's modules at import time (scripts/import_cycles.py, issue 21 item 3)."""
+"""No import cycles among agentrl's modules at import time, none inside functions beyond the one listed, and no
+upward import from rollout/, envs/ or the evaluator into the trainer (scripts/import_cycles.py)."""
 
 import importlib.util
 from pathlib import Path
 
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "import_cycles.py"
+
+KNOWN_FUNCTION_LEVEL = [["agentrl.config", "agentrl.trainer.losses"]]
+"""The config checks a loss's reduction against trainer.losses.LOSS_SPECS inside a validator; it goes once the
+loss registry owns its method names. Nothing may join it."""
 
 
 def _load():
@@ -18,9 +23,41 @@ def test_no_module_level_import_cycle():
     assert ic.cycles(ic.graph(lazy=False)) == []
 
 
+def test_no_new_function_level_import_cycle():
+    ic = _load()
+    new = [c for c in ic.cycles(ic.graph(lazy=True)) if c not in KNOWN_FUNCTION_LEVEL]
+    assert new == [], f"import cycles through imports inside functions: {new}"
+
+
+def test_no_upward_import_into_the_trainer():
+    """Guards evaluation and the swe_lite benchmark reaching into trainer.collect for the seed scheme and the loop
+    settings (and rollout/ ever doing so): those live in rollout/, below the trainer."""
+    ic = _load()
+    assert ic.upward(ic.graph(lazy=True)) == []
+
+
 def test_the_checker_finds_a_cycle():
     """Guards the guard: a two-module loop and a three-module loop are reported, a chain is not."""
     ic = _load()
     found = ic.cycles({"a": {"b"}, "b": {"a"}, "c": {"d"}, "d": {"e"}, "e": {"c"}, "f": {"a"}})
     assert sorted(found) == [["a", "b"], ["c", "d", "e"]]
     assert ic.cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_the_checker_finds_upward_imports_and_skips_type_checking_blocks(tmp_path):
+    """Guards the guard: an import inside a function from the evaluator, rollout/ or envs/ into the trainer is
+    reported (agentrl.trainer_x is not the trainer); a TYPE_CHECKING-only import makes no edge."""
+    import ast
+
+    ic = _load()
+    edges = {"agentrl.evaluation": {"agentrl.trainer.collect"}, "agentrl.rollout.seeds": {"agentrl.trainer"},
+             "agentrl.envs.swe_lite.benchmark": {"agentrl.trainer.heldout", "agentrl.rollout.seeds"},
+             "agentrl.trainer.loop": {"agentrl.evaluation"}, "agentrl.cluster": {"agentrl.trainer_x"}}
+    assert ic.upward(edges) == [("agentrl.envs.swe_lite.benchmark", "agentrl.trainer.heldout"),
+                                ("agentrl.evaluation", "agentrl.trainer.collect"),
+                                ("agentrl.rollout.seeds", "agentrl.trainer")]
+    tree = ast.parse("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import a\nelse:\n    import b\n"
+                     "def f():\n    import c\n")
+    names = {a.name for n in ic._everywhere(tree) if isinstance(n, ast.Import) for a in n.names}
+    assert names == {"b", "c"}
+    assert {a.name for n in ic._eager(tree) if isinstance(n, ast.Import) for a in n.names} == {"b"}
