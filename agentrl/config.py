@@ -145,6 +145,16 @@ class AlgoConfig(_Section):
     """Weight c of a format term added to each scored episode's reward: c × the share of its turns whose action
     parsed as a tool call (a format reward, as in DeepSeek-R1). Gives a weak model a gradient before it solves
     any task; keep c well below the task reward. 0 disables."""
+    credit: Literal["outcome", "turn", "gigpo"] = "outcome"
+    """How advantages are assigned to tokens (docs/algorithms.md, turn-level credit): outcome = the episode's group
+    advantage on every action token; turn = each turn's discounted return normalised per turn index within the
+    group; gigpo = the episode advantage + algo.step_weight × a step advantage normalised within anchor states."""
+    turn_gamma: float = Field(1.0, ge=0.0, le=1.0)
+    """γ of the per-turn discounted returns G_t = Σ_k γ^(k−t) r_k (credit=turn or gigpo)."""
+    step_weight: float = Field(1.0, ge=0.0)
+    """ω: weight of the step advantage added to the episode advantage (credit=gigpo)."""
+    credit_std: bool = True
+    """Divide per-turn returns by their normalisation group's std (+ algo.adv_eps) after centring (turn, gigpo)."""
 
 
 class TrainerConfig(_Section):

@@ -277,6 +277,7 @@ async def _turn(ep: _Episode) -> None:
     ep.env.last_action_truncated = gen.finish_reason == "length"
     obs, r, terminated, truncated, ep.info = await _guard(lambda: _step(ep.env, text), ep.deadline, TR.ENV_ERROR)
     ep.reward += r
+    turn.reward, turn.format_error = r, bool(ep.info.get("format_error"))
     turn.observation_text = "\n".join(m["content"] for m in obs)
     turn.timings["env_s"] = time.monotonic() - t1
     ep.format_errors += bool(ep.info.get("format_error"))

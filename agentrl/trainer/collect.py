@@ -23,6 +23,7 @@ from agentrl.rollout.agent_loop import LoopConfig
 from agentrl.rollout.collector import summarize
 from agentrl.rollout.seeds import task_seed
 from agentrl.trainer.advantages import AdvantageConfig, compute_advantages
+from agentrl.trainer.credit import credit_advantages
 from agentrl.trainer.metrics import Peak, merge_metrics
 from agentrl.trainer.shaping import dynamic_sampling_filter, overlong_penalty
 from agentrl.types import Trajectory, scored
@@ -37,6 +38,7 @@ class StepBatch:
     all_trajectories: list[Trajectory]  # everything collected (for metrics and samples)
     seeds: list[int]  # task seeds used, in order
     metrics: dict[str, float] = field(default_factory=dict)
+    turn_advantages: list[list[float]] | None = None  # per kept trajectory, one per turn (algo.credit turn/gigpo)
 
 
 def trainable(traj: Trajectory) -> bool:
@@ -136,7 +138,12 @@ def assemble_batch(
         advantages = [float(x) for x in adv]
         metrics["rollout/reward_trained_mean"] = float(rewards.mean())
         metrics["rollout/advantage_abs_mean"] = float(adv.abs().mean())
-    return StepBatch(trajectories=trajs, advantages=advantages, all_trajectories=everything, seeds=seeds, metrics=metrics)
+    turn_adv = None
+    if trajs and a.credit != "outcome":
+        turn_adv, credit_metrics = credit_advantages(a, trajs, rewards.tolist(), group_index.tolist(), advantages)
+        metrics.update(credit_metrics)
+    return StepBatch(trajectories=trajs, advantages=advantages, all_trajectories=everything, seeds=seeds,
+                     metrics=metrics, turn_advantages=turn_adv)
 
 
 def resample_rounds(cfg) -> int:

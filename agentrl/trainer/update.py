@@ -146,7 +146,7 @@ def train_on_batch(model, optimizer: torch.optim.Optimizer, batch, ucfg: UpdateC
     """
     if not batch.trajectories:
         raise ValueError("train_on_batch needs at least one trajectory (the loop skips empty batches)")
-    mb = build_minibatch(batch.trajectories, batch.advantages)
+    mb = build_minibatch(batch.trajectories, batch.turn_advantages or batch.advantages)
     traj_adv = torch.tensor(batch.advantages, dtype=torch.float32)
     return train_on_minibatch(model, optimizer, mb, ucfg, current_version=version, traj_advantages=traj_adv,
                               ref_model=ref_model)
