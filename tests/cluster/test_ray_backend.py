@@ -187,13 +187,16 @@ async def _step_killing_worker_0(cfg, tok):
         step = asyncio.ensure_future(collect_step(cfg, None, engine, tok, 0, backend=rollouts))
         w0, w1 = rollouts.workers
         most = 0
+        deadline = time.monotonic() + 300
         while not (w0.in_flight == w1.in_flight == 2):
             assert not step.done(), "the step ended before both workers were full"
+            assert time.monotonic() < deadline, "the workers never filled up"
             most = max(most, w0.in_flight, w1.in_flight)
             await asyncio.sleep(0.01)
         await asyncio.sleep(0.5)  # mid-episode: every episode sleeps 2 × 1 s in env.step
         ray.kill(w0.actor)
         while not step.done():
+            assert time.monotonic() < deadline, "the step never finished after the worker was killed"
             most = max(most, w0.in_flight, w1.in_flight)
             await asyncio.sleep(0.01)
         return step.result(), max(most, 2), rollouts.alive

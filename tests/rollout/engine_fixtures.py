@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import time
+from collections.abc import Callable
 
 import pytest
 
@@ -81,6 +83,24 @@ def server_process():
     server = ServerProcess("tiny")
     yield server
     server.kill()
+
+
+async def until(condition: Callable[[], bool], what: str, timeout_s: float = 120.0) -> None:
+    """Yield to the event loop until condition() holds; fail naming `what` once timeout_s has passed."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"gave up after {timeout_s:.0f} s waiting for {what}"
+        await asyncio.sleep(0.002)
+
+
+async def worker_round(engine: EmbeddedEngine) -> None:
+    """Return once the engine's worker has handled every message queued before this call and then finished the
+    iteration that followed: two control round trips in a row (aborts that match no request), which the worker
+    answers in inbox order between steps. Whatever that iteration would admit or decode has happened by then.
+    Needs batch_window_s=0: a batch window reads the inbox too, so both answers could come before admission."""
+    assert engine.batch_window_s == 0, "worker_round needs an engine without a batch window"
+    for _ in range(2):
+        await engine.abort("no-such-request")
 
 
 def greedy(n: int = 8, **kw) -> SamplingParams:

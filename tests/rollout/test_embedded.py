@@ -13,7 +13,7 @@ from agentrl.rollout.engine import Engine, SamplingParams
 from agentrl.rollout.engine_errors import EngineRequestError
 from agentrl.rollout.sampling import recompute_logprobs
 
-from .engine_fixtures import engine, fresh_engine, greedy, prompts  # noqa: F401 (fixtures)
+from .engine_fixtures import engine, fresh_engine, greedy, prompts, until, worker_round  # noqa: F401 (fixtures)
 
 
 def run(coro):
@@ -100,8 +100,7 @@ def test_request_joining_a_running_batch_gets_its_solo_result(engine, prompts):
     async def go():
         start = engine.stats["decode_steps"]
         long_task = asyncio.create_task(engine.generate(prompts[3], first))
-        while engine.stats["decode_steps"] < start + 3:  # the first request is decoding now
-            await asyncio.sleep(0.002)
+        await until(lambda: engine.stats["decode_steps"] >= start + 3, "the first request to decode")
         joined = await engine.generate(prompts[1], late)
         return joined, await long_task
 
@@ -144,15 +143,18 @@ def test_stop_token_and_stop_string_end_generation(engine, prompts):
 
 
 def test_pause_finish_lets_running_requests_finish_and_holds_new_ones(fresh_engine, prompts):
+    fresh_engine.batch_window_s = 0  # admission follows the inbox at once (worker_round)
+
     async def go():
         running = asyncio.create_task(fresh_engine.generate(prompts[0], SamplingParams(max_new_tokens=40, seed=1)))
-        while not fresh_engine.stats["decode_steps"]:
-            await asyncio.sleep(0.002)
+        await until(lambda: fresh_engine.stats["decode_steps"] > 0, "the running request to decode")
         await fresh_engine.pause("finish")  # returns once the running request is done
         assert running.done() and running.result().finish_reason == "length"
+        batches = fresh_engine.stats["batches"]
         held = asyncio.create_task(fresh_engine.generate(prompts[1], greedy(3)))
-        await asyncio.sleep(0.2)
-        assert not held.done(), "a paused engine must not start new requests"
+        await until(lambda: fresh_engine.in_flight == 1, "the new request to be queued")
+        await worker_round(fresh_engine)  # the worker has seen it: had it ignored the pause, it would have admitted it
+        assert not held.done() and fresh_engine.stats["batches"] == batches, "a paused engine must not start new requests"
         await fresh_engine.resume()
         return await asyncio.wait_for(held, 30)
 
@@ -162,8 +164,7 @@ def test_pause_finish_lets_running_requests_finish_and_holds_new_ones(fresh_engi
 def test_pause_abort_returns_partial_output(fresh_engine, prompts):
     async def go():
         running = asyncio.create_task(fresh_engine.generate(prompts[0], SamplingParams(max_new_tokens=200, seed=1)))
-        while fresh_engine.stats["decode_steps"] < 2:
-            await asyncio.sleep(0.002)
+        await until(lambda: fresh_engine.stats["decode_steps"] >= 2, "the running request to decode")
         await fresh_engine.pause("abort")
         gen = await running
         await fresh_engine.resume()
@@ -193,8 +194,7 @@ def test_update_weights_bumps_version_and_new_tokens_carry_it(fresh_engine, prom
 def test_update_in_place_pause_gives_one_generation_two_versions(fresh_engine, prompts):
     async def go():
         task = asyncio.create_task(fresh_engine.generate(prompts[0], SamplingParams(max_new_tokens=80, seed=5)))
-        while fresh_engine.stats["decode_steps"] < 3:
-            await asyncio.sleep(0.002)
+        await until(lambda: fresh_engine.stats["decode_steps"] >= 3, "the running request to decode")
         await fresh_engine.pause("in_place")
         await fresh_engine.update_weights(_perturbed(fresh_engine.model, 1.5))
         await fresh_engine.resume()

@@ -15,7 +15,7 @@ from agentrl.commands import serve as serve_cmd
 from agentrl.errors import AgentRLError
 from agentrl.rollout.sglang_schema import SAMPLING_KEYS
 
-from .engine_fixtures import engine, fresh_engine, greedy, prompts, served  # noqa: F401 (fixtures)
+from .engine_fixtures import engine, fresh_engine, greedy, prompts, served, until  # noqa: F401 (fixtures)
 
 
 async def _call(url, method, path, body=None, raw=None):
@@ -107,7 +107,8 @@ def test_duplicate_rid_in_flight_is_refused(fresh_engine, prompts):
         await fresh_engine.pause("finish")  # the first request now waits in the queue, in flight
         req = {"rid": "same", "input_ids": prompts[0], "sampling_params": {"max_new_tokens": 2}}
         first = asyncio.create_task(_call(url, "POST", "/generate", req))
-        await asyncio.sleep(0.2)
+        # the server registers a request's rid before it hands the request to the engine
+        await until(lambda: fresh_engine.in_flight == 1, "the first request to reach the engine")
         second = await _call(url, "POST", "/generate", req)
         await fresh_engine.resume()
         return second, await first
@@ -195,13 +196,12 @@ def _long(prompt, n=200, seed=3):
 async def _decoding(engine, steps=3):
     """Yield until engine has run `steps` decode steps (a condition, not a timing)."""
     start = engine.stats["decode_steps"]
-    while engine.stats["decode_steps"] < start + steps:
-        await asyncio.sleep(0.005)
+    await until(lambda: engine.stats["decode_steps"] >= start + steps, f"{steps} decode steps")
 
 
 def test_in_place_pause_then_update_with_flush_is_refused_like_sglang(fresh_engine, prompts, tmp_path):
-    """Guards issue 18 item 1: SGLang 0.5.23 loads the weights, cannot flush the cache while an in_place-paused
-    request holds KV, and answers 400 without moving the label; serve must too, or tests cannot catch it."""
+    """SGLang 0.5.23 loads the weights, cannot flush the cache while an in_place-paused request holds KV, and
+    answers 400 without moving the label; serve must too, or tests cannot catch a client that relies on it."""
     fresh_engine.eos_token_ids = frozenset()
     fresh_engine.model.save_pretrained(tmp_path)
 
@@ -329,7 +329,7 @@ def test_ready_and_server_info_aliases(fresh_engine):
 
 
 def test_logprobs_under_top_k_are_full_vocabulary_like_sglang(fresh_engine, prompts):
-    """Guards issue 18 item 3 on the server side: SGLang reports log_softmax(logits / T) over the whole
+    """Guards full-vocabulary logprobs on the server side: SGLang reports log_softmax(logits / T) over the whole
     vocabulary even when top-k/top-p truncate the distribution it samples from; serve must report the same."""
     import torch
 

@@ -228,8 +228,8 @@ def hold_forward_until_paused(engine, n: int) -> list[int]:
 
 
 def test_finish_pause_never_aborts_another_clients_requests(fresh_engine, prompts, tmp_path):
-    """Guards issue 18 item 2: pause("finish") used to send mode abort, killing every client's requests on the
-    server. Now it pauses no server; the update (SGLang's writer lock) waits for the other client's request."""
+    """Guards pause("finish") against sending mode abort, which kills every client's requests on the server:
+    it pauses no server, and the update (SGLang's writer lock) waits for the other client's request."""
     fresh_engine.eos_token_ids = frozenset()
     fresh_engine.model.save_pretrained(tmp_path)
 
@@ -290,7 +290,7 @@ def test_push_weights_mid_generation_gives_exact_per_token_versions(fresh_engine
 
 
 def test_partial_multi_server_update_is_reported_and_the_lagging_server_leaves_routing(engine, prompts, tmp_path):
-    """Guards issue 18 item 4: an update that fails on one server must not leave it serving the old version
+    """Guards partial weight updates: an update that fails on one server must not leave it serving the old version
     unnoticed. The failed server (here: it demands an admin key this client lacks) stays out of routing until
     an update reaches it."""
     engine.model.save_pretrained(tmp_path)
@@ -311,7 +311,7 @@ def test_partial_multi_server_update_is_reported_and_the_lagging_server_leaves_r
 
 
 def test_truncated_sampling_is_refused_for_exact_logprobs(engine, prompts):
-    """Guards issue 18 item 3: SGLang's logprobs under top-p/top-k are full-vocabulary values, not the
+    """Guards exact behaviour logprobs: SGLang's logprobs under top-p/top-k are full-vocabulary values, not the
     behaviour logprobs; the client refuses such requests (before any HTTP) unless told logprobs are not used."""
     async def go():
         async with served(engine) as url:
