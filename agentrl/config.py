@@ -102,7 +102,7 @@ class RolloutConfig(_Section):
 
 class AlgoConfig(_Section):
     advantage: Literal["grpo", "dr_grpo", "alpha_norm", "batch_std", "rloo", "reinforce_pp_baseline"] = "grpo"
-    """Advantage estimator (docs/algorithms.md §advantages)."""
+    """Advantage estimator (docs/algorithms.md §2)."""
     adv_eps: float = Field(1e-6, gt=0)
     """ε in (R − mean)/(std + ε)."""
     adv_alpha: float = Field(1.0, ge=0.0, le=1.0)

@@ -1,6 +1,6 @@
 """Tool calls in model text: tool specs, the prompt that teaches the format, parsing and validation.
 
-Three encodings are accepted (reference/swe_sandbox.md §3.2), one tool call per turn by default:
+Three encodings are accepted, one tool call per turn by default:
 
 - Hermes / Qwen2.5: ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``; an unterminated
   ``<tool_call>{...}`` at the end of a generation is accepted when its JSON is complete.

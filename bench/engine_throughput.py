@@ -1,4 +1,4 @@
-"""Rollout engine throughput on the peer workload (shared/reference/peer_trl.md), all baselines in one run.
+"""Rollout engine throughput on the peer workload (bench/trainer_step.py's), all baselines in one run.
 
 Workload: SmolLM2-135M-Instruct fp32, 8 chat prompts "What is A + B?" (A, B uniform in 1..20, seed 0) × 4
 completions = 32, at most 64 new tokens, temperature 1, top_p 1, no top_k.
@@ -43,7 +43,7 @@ PROMPTS, GROUP, MAX_NEW = 8, 4, 64
 
 
 def workload(tokenizer) -> list[list[int]]:
-    """The 8 prompts of peer_trl.md, rendered with the model's chat template."""
+    """The 8 prompts of the peer workload, rendered with the model's chat template."""
     rng = random.Random(0)
     out = []
     for _ in range(PROMPTS):

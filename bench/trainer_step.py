@@ -1,4 +1,4 @@
-"""Training-step benchmark on the workload of shared/reference/peer_trl.md (TRL GRPOTrainer on this CPU).
+"""Training-step benchmark on the peer workload (TRL GRPOTrainer's, on this CPU; bench/peer/compare_trl.py).
 
 Workload: SmolLM2-135M-Instruct fp32; single-turn "What is A + B?" (A, B in 1..20, seed 0) with the chat
 template's default system prompt; reward 1 if the last integer equals A+B; 8 prompts × 4 completions per
@@ -38,7 +38,7 @@ from agentrl.types import user
 
 
 class AdditionEnv(agentrl.AgentEnv):
-    """peer_trl's task: one turn, "What is A + B?", reward 1 if the last integer in the reply is A+B."""
+    """The peer workload's task: one turn, "What is A + B?", reward 1 if the last integer in the reply is A+B."""
 
     def reset(self, *, seed=None, options=None):
         super().reset(seed=seed)
@@ -152,7 +152,7 @@ async def run_precision(args, dtype: str, ceiling: float) -> dict:
 
 async def main(args) -> None:
     """Probe the matmul ceilings, run each precision, print the ratios; --json gets {precision: means}."""
-    agentrl.register("bench_addition", AdditionEnv, description="peer_trl addition workload")
+    agentrl.register("bench_addition", AdditionEnv, description="peer addition workload")
     precisions = args.precisions.split(",")
     n_params = sum(p.numel() for p in load_model(args.model).parameters())
     flags = sorted(set(precision.cpu_flags()) & set(precision.BF16_CPU_FLAGS)) or ["none"]

@@ -7,8 +7,8 @@
         print(r.exit_code, r.timed_out, r.output)
 
 Backends: `docker` (hardened container, the default), `bwrap` (bubblewrap as root, when no Docker engine answers) and
-`local` (NO isolation, development only, never picked by `auto`). Design and verified facts:
-reference/swe_sandbox.md §6–§7; what each backend guarantees, and the test proving it: docs/sandboxes.md.
+`local` (NO isolation, development only, never picked by `auto`). What each backend guarantees, and the test
+proving it: docs/sandboxes.md.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The Sandbox protocol, ExecResult, SandboxConfig, the head+tail output cap and path checks shared by backends.
 
-Contract (reference/swe_sandbox.md §6.1, §6.3): a command that fails, times out or floods its output comes back
+Contract: a command that fails, times out or floods its output comes back
 as an ExecResult the agent can read; only an unusable sandbox (container gone, daemon unreachable) raises
 SandboxError. File operations run *inside* the sandbox (as the agent uid, through exec stdin/stdout), so the
 isolation boundary is the sandbox itself; the path checks here and in `FILE_SCRIPT` are the API contract
@@ -38,7 +38,7 @@ class FileTooLarge(AgentRLError, ValueError):
 
 @dataclass
 class SandboxConfig:
-    """Limits and defaults of one sandbox. The defaults are the hardened ones of reference/swe_sandbox.md §6.2."""
+    """Limits and defaults of one sandbox. The defaults are the hardened ones (docs/sandboxes.md)."""
 
     image: str | None = None
     """Docker image tag; None means the current `agentrl/python:<recipe hash>`."""

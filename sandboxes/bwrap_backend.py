@@ -1,6 +1,6 @@
 """bubblewrap backend: the fallback when no Docker engine answers. Each exec is a fresh `bwrap` process.
 
-Per reference/swe_sandbox.md §6.7: the image's rootfs (cached by `agentrl sandbox build`) is mounted read-only
+The image's rootfs (cached by `agentrl sandbox build`) is mounted read-only
 as `/` (without it, the host's /usr read-only); every namespace is unshared (no network, own PIDs, own user
 namespace with uid 1000 inside) and nested user namespaces are disabled (`--disable-userns`); all
 capabilities are dropped; `/dev` is read-only except a size-capped `/dev/shm`. Each sandbox has its own

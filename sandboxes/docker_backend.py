@@ -1,13 +1,13 @@
 """Docker backend: one long-lived hardened container per sandbox; every command is a fresh `docker exec`.
 
-Hardening (reference/swe_sandbox.md §6.2, verified there on dockerd 20.10): no network, read-only root, tmpfs
+Hardening (docs/sandboxes.md): no network, read-only root, tmpfs
 /workspace and /tmp sized below the memory limit (tmpfs pages count against it), all capabilities dropped,
 no-new-privileges, memory/CPU/pids/nofile limits, docker-init as PID 1 (reaps zombies), a keep-alive
 `sleep ttl` as uid 65534 while commands run as uid 1000, and ownership labels. Timeouts are enforced inside the
-container (`timeout -s KILL`), because a host-side deadline only stops waiting (§6.3, docker-py#2651); a
+container (`timeout -s KILL`), because a host-side deadline only stops waiting (docker-py#2651); a
 watchdog exec `kill -9 -1` as the agent uid then kills everything the agent started, `setsid` escapees
 included, sparing the keep-alive because it runs as another uid. Output is read as a stream with a head+tail
-cap; files travel as tar over exec stdin, because `put_archive` fails on a read-only root (§6.4).
+cap; files travel as tar over exec stdin, because `put_archive` fails on a read-only root.
 
 Seccomp: Docker's default profile stays in force, and every exec first loads the filter of sandboxes/seccomp.py
 on top of it (a few lines of perl, `seccomp.LOADER`, then exec of the command; seccomp filters stack and the

@@ -1,8 +1,7 @@
 """Sandbox image builder: a minimal Debian rootfs (python3, pytest, git) built offline and imported into Docker.
 
 Docker Hub is not reachable on the machines this is built on, but the Debian package mirror is, so the default
-build is `debootstrap --variant=minbase` from the apt mirror followed by `docker import`
-(reference/swe_sandbox.md §6.6: ~85 s on 2 cores, ~210 MB image). The image is tagged
+build is `debootstrap --variant=minbase` from the apt mirror followed by `docker import`. The image is tagged
 `agentrl/<name>:<hash of the recipe folder>`, so an unchanged recipe is never rebuilt and an edited one gets a
 new tag. The unpacked rootfs stays in the cache: the bubblewrap backend mounts it read-only as its `/`.
 `dockerfile=True` builds `images/<name>/Dockerfile` instead (needs a reachable registry).

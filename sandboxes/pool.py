@@ -1,9 +1,9 @@
 """SandboxPool: warm sandboxes per image, handed out under a global concurrency limit.
 
-Reference/swe_sandbox.md §6.5: keep `warm` started sandboxes; on claim pop one, check it is alive (an `exec
-true`, ~80 ms) and young enough, else create cold; refill right after each claim (not on a timer); on release
-reset it (kill agent processes, wipe /workspace and /tmp) and keep it (up to max(warm, max_concurrency) free,
-LIFO, so a reset sandbox is reused before a fresh one), or retire it after `max_uses` claims,
+Keep `warm` started sandboxes; on claim pop one, check it is alive (an `exec true`) and young enough, else
+create cold; refill right after each claim (not on a timer); on release reset it (kill agent processes, wipe
+/workspace and /tmp) and keep it (up to max(warm, max_concurrency) free, LIFO, so a reset sandbox is reused
+before a fresh one), or retire it after `max_uses` claims,
 past `max_age_s` (well before the keep-alive TTL) or when reset fails. Concurrency defaults to
 min(0.75 × cores, 24) (SWE-bench's rule), and `max_concurrency × memory_mb` must fit in 70 % of RAM. At most
 `creates_in_flight` sandboxes are being created at once (2 cores cannot start 16 containers at once quickly).

@@ -1,6 +1,6 @@
 """Ownership labels and leftover cleanup: nothing we create outlives its owner for long.
 
-Four layers (reference/swe_sandbox.md §6.5): `close()` in finally/__exit__; an atexit + SIGTERM sweep of this
+Four layers: `close()` in finally/__exit__; an atexit + SIGTERM sweep of this
 process's sandboxes; the keep-alive `sleep ttl_s` with auto_remove, so a container of a `kill -9`-ed trainer
 removes itself; and `reap()` at pool start-up (and `agentrl sandbox reap`), which removes only containers and
 bwrap folders carrying our labels whose owner process is dead (pid + start time, so a reused pid does not

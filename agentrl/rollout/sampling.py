@@ -4,7 +4,7 @@ What the logprob is (the contract of the embedded engine):
 - temperature T > 0: the logprob of the sampled token under the distribution actually sampled from, i.e.
   log_softmax(logits / T) restricted to the top-k / top-p support and renormalised over it. With top_k=-1
   and top_p=1 this equals SGLang's value; with truncation SGLang reports the full-vocabulary value instead
-  (see reference/sglang_api.md §4), so the embedded engine is the exact one.
+  (SGLang 0.5.23's `output_token_logprobs`), so the embedded engine is the exact one.
 - temperature 0: greedy argmax; the logprob is log_softmax(logits) of the unscaled distribution (as SGLang).
 
 Each row draws with its own generator (seeded from the request's seed), so the random draw does not depend on

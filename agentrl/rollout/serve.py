@@ -1,7 +1,7 @@
 """`agentrl serve`: the embedded engine behind SGLang's native HTTP API, so one client drives both.
 
 Endpoints and semantics follow SGLang 0.5.23 (srt/entrypoints/http_server.py, srt/managers/io_struct.py,
-srt/utils/auth.py; reference/sglang_api.md §2-§9): POST|PUT /generate, GET /health and /health_generate (both
+srt/utils/auth.py): POST|PUT /generate, GET /health and /health_generate (both
 run a 1-token probe, as SGLang does by default), GET /ready, GET /model_info (alias /get_model_info), GET
 /server_info (alias /get_server_info), POST /abort_request, POST /pause_generation (abort | retract |
 in_place), POST /continue_generation, POST /update_weights_from_disk, GET|POST /flush_cache. `--api-key` guards

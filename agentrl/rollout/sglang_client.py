@@ -15,8 +15,8 @@ connection limit serves every request.
 Versions are integers: "default" (SGLang's launch label) is 0, numeric labels are themselves, and
 update_weights sends `weight_version=str(v)`, so labels stay numeric.
 
-Weight updates (SGLang 0.5.23 srt/managers/scheduler.py pause_generation / update_weights_from_disk, see
-reference/sglang_api.md §7-8): push_weights saves the model to a directory the servers read, pauses them with
+Weight updates (SGLang 0.5.23 srt/managers/scheduler.py pause_generation / update_weights_from_disk; the pause
+modes compared in examples/sglang_gpu.md): push_weights saves the model to a directory the servers read, pauses them with
 mode "retract" (running requests go back to the queue; after continue their prompt + partial output is
 recomputed with the new weights, so every token's weight_versions label is exact), updates every server and
 continues. pause("finish") pauses no server: SGLang's update waits for in-flight requests by itself, and mode

@@ -1,6 +1,6 @@
 """SGLang's native /generate wire format (0.5.23): request validation and response building, for `agentrl serve`.
 
-Errors come back in SGLang's own envelopes (reference/sglang_api.md §2), because the client must handle them:
+Errors come back in SGLang's own envelopes (srt/entrypoints/http_server.py), because the client must handle them:
 1. unknown key in sampling_params → 400 {"error": "unknown field `x`, expected one of …"}
 2. wrong type / missing field → 400 {"object": "error", "message", "type": "Bad Request", "param": null, "code": 400}
 3. invalid value at runtime → 400 {"error": {"message": …}}
@@ -228,7 +228,7 @@ def version_spans(versions: list[int]) -> list[dict[str, Any]]:
 def generate_response(
     gen: Generation, rid: str, prompt_tokens: int, text: str | None, return_logprob: bool, version: int
 ) -> dict[str, Any]:
-    """The /generate response object for one finished request (reference/sglang_api.md §4)."""
+    """The /generate response object for one finished request (SGLang 0.5.23's shape, meta_info included)."""
     spans = version_spans(gen.versions)
     meta: dict[str, Any] = {
         "id": rid,

@@ -1,4 +1,4 @@
-"""Outcome-reward advantage estimators (algorithms.md §2).
+"""Outcome-reward advantage estimators (docs/algorithms.md §2).
 
 Each estimator maps per-trajectory rewards R (n,) and a group index (n,) (trajectories of the same task
 form a group) to per-trajectory advantages A (n,); the loss broadcasts A_i to the action tokens of
@@ -7,7 +7,7 @@ trajectory i (`packed.broadcast_to_tokens`). All share one signature and are loo
 
 Two rules shared by every estimator:
 - **Zero-std groups** (all rewards equal, tested exactly with max == min) give A = 0 for every member:
-  they carry no policy gradient (§2, "In every implementation ...").
+  they carry no policy gradient (§2).
 - **Groups of size 1** have no peers: their group baseline is 0 and their group std is 1, so a singleton
   trains on its raw reward (GRPO gives R/(1+ε), verl's "mean 0, std 1"; Dr.GRPO and RLOO give R, matching
   verl's `rloo`; batch-std gives R/(std_batch+ε)). Set `AdvantageConfig.singleton="zero"` to give singletons A = 0 instead (verl's

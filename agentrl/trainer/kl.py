@@ -1,4 +1,4 @@
-"""KL-to-reference estimators per token (Schulman, "Approximating KL divergence"; algorithms.md §7).
+"""KL-to-reference estimators per token (Schulman, "Approximating KL divergence"; docs/algorithms.md §7).
 
 δ = lp_θ − lp_ref with tokens sampled from π_θ (or μ ≈ π_θ). Used as a loss term `+ β·reduce(k)` by
 `losses.policy_loss` (verl use_kl_loss), reduced with the same reduction as the policy loss.

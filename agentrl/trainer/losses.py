@@ -33,7 +33,7 @@ def _algo_default(key: str):
 
 @dataclass(frozen=True)
 class LossConfig:
-    """Hyperparameters of the policy losses; defaults are algorithms.md §11 (DAPO clip-higher + dual-clip).
+    """Hyperparameters of the policy losses; defaults are docs/algorithms.md §11 (DAPO clip-higher + dual-clip).
 
     eps_low/eps_high default to PPO's preset (per-loss presets live in LOSS_SPECS); the shared knobs
     (dual clip, KL) default to the run config's algo section."""

@@ -1,9 +1,9 @@
-"""Trainer-math metrics with the names and definitions of algorithms.md §9.
+"""Trainer-math metrics with the names and definitions of docs/algorithms.md §9.
 
 Every mean is a token-mean over the loss mask m of the whole batch (Σ m·x / Σ m), taken over the
 **pre-rejection** mask; `_seq` variants average per-trajectory token-means over trajectories with
 |y_i| > 0. Mismatch metrics are also reported per staleness bucket (0, 1, 2, 3+ versions behind) so that
-same-version numerical mismatch and version staleness never mix in one number (§6, §11.3):
+same-version numerical mismatch and version staleness never mix in one number (§6, §9):
 `mismatch/staleness_0/kl_k1` is the numerical floor, the excess in higher buckets is the staleness cost.
 """
 

@@ -3,7 +3,7 @@
 The trainer packs trajectories into one flat token row per micro-batch. Every per-token tensor is 1-D (N,)
 and comes with `traj_index` (N,), the trajectory number of each token (numbered over the whole
 mini-batch), plus `num_traj`. A trajectory may be split into several segments, possibly in different
-micro-batches; sums over `traj_index` span all of them (algorithms.md §1 "Design rule").
+micro-batches; sums over `traj_index` span all of them (docs/algorithms.md §0, packed layout).
 
 A padded (B, T) batch is the special case where token (b, t) has traj_index b, after flattening.
 """

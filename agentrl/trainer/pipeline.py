@@ -3,7 +3,7 @@ overlap (η = 0: a step's groups start once the previous step's weights are sync
 groups stay in flight while the trainer updates.
 
 Groups are handed out as *tickets* k = s·B + j (slot j of consumer step s, B = tasks_per_step). Staleness is
-controlled by admission, not by discarding finished work (AReaL's capacity rule, algorithms.md §8): ticket
+controlled by admission, not by discarding finished work (AReaL's capacity rule, docs/algorithms.md §8): ticket
 k may start only while s ≤ synced + η, where `synced` counts the steps whose weights the engine holds and
 η = 0 for sync, 1 for one_step_off, rollout.max_staleness for async; i.e. capacity = (η + synced + 1)·B −
 tickets started. A ticket runs collect.collect_slot: a group the failure policy or DAPO dynamic sampling

@@ -1,6 +1,6 @@
 """TRL's GRPOTrainer and agentrl side by side on one workload, in one run (`make bench-peer`).
 
-The workload is shared/reference/peer_trl.md's: SmolLM2-135M-Instruct fp32 from the local agentrl cache
+The workload (TRL GRPOTrainer's, on this CPU): SmolLM2-135M-Instruct fp32 from the local agentrl cache
 (never the hub), 64 chat prompts "What is A + B?" (A, B uniform in 1..20, seed 0), reward 1 if the last
 integer equals A+B, 8 prompts × 4 completions per optimizer step, ≤ 64 completion tokens, temperature 1,
 AdamW lr 1e-6, grad clip 1, no reference model, one optimizer step per batch.

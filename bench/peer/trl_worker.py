@@ -17,7 +17,7 @@ import time
 
 
 def prompts(n: int = 64, seed: int = 0) -> list[dict]:
-    """64 chat prompts "What is A + B?" with A, B uniform in 1..20 (seed 0), as peer_trl.md fixes them."""
+    """64 chat prompts "What is A + B?" with A, B uniform in 1..20 (seed 0), as bench/peer/compare_trl.py fixes them."""
     rng = random.Random(seed)
     out = []
     for _ in range(n):

@@ -1,4 +1,4 @@
-"""`str_replace_editor`: view, create, str_replace, insert and undo_edit with SWE-agent semantics (§3.1).
+"""`str_replace_editor`: view, create, str_replace, insert and undo_edit with SWE-agent semantics.
 
 It runs host-side over a small file API (SandboxFiles: the sandbox's read_file/write_file plus one exec for
 listings and symlink checks), so it needs no Python in the sandbox and has no quoting bugs. Paths may be

@@ -1,4 +1,4 @@
-"""Seeded source mutations that plant small bugs (SWE-smith style, reference/swe_sandbox.md §5.3).
+"""Seeded source mutations that plant small bugs (SWE-smith style).
 
 Sites are found with `ast`; each mutation is a *textual splice* at the node's (line, col) span, so the
 diff stays minimal and comments survive (`ast.unparse` would reformat the whole file). Operators:

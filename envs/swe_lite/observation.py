@@ -1,4 +1,4 @@
-"""Observation text for tool results (reference/swe_sandbox.md §3.3).
+"""Observation text for tool results.
 
 Bash results read `<returncode>N</returncode>\\n<output>\\n...\\n</output>`. Long output keeps its head and
 its tail (errors and test summaries sit at the end) with an `<elided_chars>` marker between, ANSI escapes

@@ -1,4 +1,4 @@
-"""Issue-style problem statements filled from a failing test, without an LLM (reference/swe_sandbox.md §5.4).
+"""Issue-style problem statements filled from a failing test, without an LLM.
 
 The failing statement is found from pytest's traceback (the `>` line inside the test); the reproduction is
 the test body up to that statement; expected vs actual come from the assertion and pytest's `E` line. Rules

@@ -1,6 +1,6 @@
 """The swe_lite task schema (SWE-bench field names plus self-contained extensions) and its loaders.
 
-One task per JSONL line (reference/swe_sandbox.md §2). `files` holds the buggy snapshot *without* the
+One task per JSONL line (docs/swe_lite.md, task schema). `files` holds the buggy snapshot *without* the
 hidden tests; `test_patch` adds them at grading time. `load_tasks()` reads the shipped corpus;
 `load_swebench()` reads SWE-bench-style JSONL (FAIL_TO_PASS / PASS_TO_PASS as lists or JSON strings) with
 repository snapshots from a local directory, so users can bring their own tasks.

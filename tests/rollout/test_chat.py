@@ -1,6 +1,6 @@
 """Token-in/token-out sequences: property tests over random conversations, and forking on template drift.
 
-Guards the multi-turn bugs users report most (anchors.md §13): retokenization drift (decode→encode is not a
+Guards the multi-turn bugs users of RL frameworks report most: retokenization drift (decode→encode is not a
 bijection), observation tokens leaking into the loss, and templates that are not append-only.
 """
 

@@ -4,8 +4,7 @@
 The expected schema is data below, transcribed from SGLang 0.5.23's request dataclasses and contract —
 srt/managers/io_struct.py (GenerateReqInput, UpdateWeightFromDiskReqInput, PauseGenerationReqInput,
 ContinueGenerationReqInput, AbortReq), sglang/api/v1/api_types.py (the sampling_params contract, which rejects
-unknown keys), srt/managers/schedule_batch.py (finish_reason to_json) — as recorded with types and defaults in
-/work/shared/reference/sglang_api.md §3, §4, §7, §8. A client body with a key SGLang does not know, or a
+unknown keys), srt/managers/schedule_batch.py (finish_reason to_json) — with their types and defaults. A client body with a key SGLang does not know, or a
 value of the wrong JSON type, fails here instead of with a 400 on a GPU machine.
 """
 # ruff: noqa: F811  (pytest fixtures imported from engine_fixtures are redefined as test arguments)
@@ -88,7 +87,7 @@ def check_generate_request(body: dict) -> None:
 
 
 def check_generate_response(out: dict, *, logprobs: bool) -> None:
-    """One /generate response object with SGLang 0.5.23's shape (reference §4)."""
+    """One /generate response object with SGLang 0.5.23's shape."""
     assert set(out) <= {"text", "output_ids", "meta_info"} and {"output_ids", "meta_info"} <= set(out)
     meta = out["meta_info"]
     for key, kinds in META_REQUIRED.items():

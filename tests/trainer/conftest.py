@@ -1,4 +1,4 @@
-"""The policy-loss fixture of algorithms.md §10.3, packed as one flat row of 2 trajectories × 6 tokens.
+"""The policy-loss fixture of docs/algorithms.md §10.3, packed as one flat row of 2 trajectories × 6 tokens.
 
 Observation and padding positions carry deliberately wild values (lp_θ = −5, lp_old = −0.1, filler
 behaviour logprob 0.0, advantages of ±1e3): any leak through the loss mask changes every number.

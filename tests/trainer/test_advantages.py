@@ -1,4 +1,4 @@
-"""Advantage estimators against algorithms.md §10.1 (float64, tolerance 1e-6)."""
+"""Advantage estimators against docs/algorithms.md §10.1 (float64, tolerance 1e-6)."""
 
 from __future__ import annotations
 

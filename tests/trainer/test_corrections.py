@@ -1,4 +1,4 @@
-"""Off-policy corrections (token TIS/MIS, trajectory trust regions) against §10.3 "Mismatch and correction"."""
+"""Off-policy corrections (token TIS/MIS, trajectory trust regions) against the docs/algorithms.md §10.3 fixture."""
 
 from __future__ import annotations
 

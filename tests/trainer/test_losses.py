@@ -1,4 +1,4 @@
-"""Policy losses and reductions against the §10.3 fixture (values and gradients, float64, tol 1e-6)."""
+"""Policy losses and reductions against the docs/algorithms.md §10.3 fixture (values and gradients, float64, tol 1e-6)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Mismatch, staleness, KL, entropy and grad-norm metrics against §10.3 and §10.4."""
+"""Mismatch, staleness, KL and entropy metrics against docs/algorithms.md §10.3 and §10.4."""
 
 from __future__ import annotations
 

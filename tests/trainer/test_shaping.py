@@ -1,4 +1,4 @@
-"""DAPO overlong shaping and dynamic sampling against algorithms.md §10.2."""
+"""DAPO overlong shaping and dynamic sampling against docs/algorithms.md §10.2."""
 
 from __future__ import annotations
 
