@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter, deque
 
 from agentrl.errors import AgentRLError
-from agentrl.types import FAILURE_POLICY, FailureAction, Trajectory
+from agentrl.types import Trajectory, scored
 
 
 class RunAborted(AgentRLError):
@@ -29,7 +29,7 @@ class MaskedEpisodeGuard:
 
     def observe(self, step: int, trajectories: list[Trajectory]) -> None:
         """Record step `step`'s episodes; raise RunAborted if the masked share over the window exceeds max_frac."""
-        masked_now = [t for t in trajectories if FAILURE_POLICY[t.termination] is not FailureAction.SCORE]
+        masked_now = [t for t in trajectories if not scored(t.termination)]
         self._steps.append((masked_now, len(trajectories)))
         if len(self._steps) < self.window and step < self.last_step:
             return
