@@ -174,8 +174,8 @@ class TrainerConfig(_Section):
     micro_batch_tokens: int = Field(2048, ge=64)
     """Token budget of one packed micro-batch (bounds memory; the update does not depend on it)."""
     gradient_checkpointing: bool = True
-    """Recompute each layer's activations in the backward pass: peak memory of a 2k-token micro-batch of the
-    135M model drops from ~4.5 GB to ~2 GB for ~20% more compute (a 4k one without it exceeds 24 GB)."""
+    """Recompute each layer's activations in the backward pass: a micro-batch keeps only each layer's input, not
+    its activations, for about one more forward pass of compute."""
     share_prefix: bool = True
     """Compute a prompt that several rows of a micro-batch start with (a GRPO group's shared prompt, ≥ 32 tokens)
     once in training forwards, its gradient summed over the rows: the same logprobs and gradients up to fp32
@@ -193,11 +193,10 @@ class TrainerConfig(_Section):
     mmap_threshold: int = Field(0, ge=0, le=32 * 2**20)  # glibc refuses thresholds above 32 MiB (64-bit)
     """Bytes from which glibc serves an allocation by mmap, pinned for the run; 0 keeps glibc's dynamic threshold
     (the default: fastest). Pinned at 131072 (128 KiB), a step's freed activations and optimizer temporaries
-    leave the process at once instead of staying in a fragmented heap: on the lean peer workload peak RSS
-    4.40 → 2.69 GB for 1.22× the step time (bench/malloc_mmap.py). A memory knob like gradient checkpointing:
-    the math is unchanged. It holds for the whole process, so the embedded engine's decode pays the page faults
-    too (the lean peer run, which pins it, generated at 0.74× the plain run's tokens/s). MALLOC_MMAP_THRESHOLD_ in
-    the environment wins."""
+    leave the process at once instead of staying in a fragmented heap: lower peak RSS for a slower step
+    (bench/malloc_mmap.py; docs/results.md). A memory knob like gradient checkpointing: the math is unchanged.
+    It holds for the whole process, so the embedded engine's decode pays the page faults too.
+    MALLOC_MMAP_THRESHOLD_ in the environment wins."""
     logprob_chunk: int = Field(1024, ge=1)
     """Tokens per chunk when gathering logprobs (never full-vocabulary logits for a whole micro-batch)."""
     run_dir: str = "runs/{env}-{time}"

@@ -8,21 +8,18 @@ Wilson interval. GRPO should move accuracy clearly beyond the SFT checkpoint. A 
             [--out runs/learn_calc] [--reeval] [trainer.lr=5e-6 ...]
 
 The GRPO phase samples at T = 0.7 in groups of 8 with lr 1e-5 (GRPO_DEFAULTS; dotted overrides win). At T = 1
-the warm-started 135M model samples mostly noise (~15% correct against ~53% greedy), so GRPO sharpened
-sampling without moving the greedy policy; at T = 0.7 the samples disagree where the greedy policy errs.
-Measured on a 2-core CPU (2026-11-29): greedy held-out accuracy 0.64 [0.54, 0.73] after the warm start, 0.82
-[0.73, 0.88] after 12 GRPO steps (65 min); on the same 100 tasks GRPO solves 22 the warm start misses and loses
-4 (exact sign test p = 0.0005).
+the warm-started 135M model samples mostly noise, so GRPO sharpened sampling without moving the greedy
+policy; at T = 0.7 the samples disagree where the greedy policy errs. What it measured: docs/results.md.
 
-Difficulty 1 saturates: a 32-episode warm start already samples ~95% correct on training tasks, so GRPO groups
+Difficulty 1 saturates: the warm start already samples nearly every training task correctly, so GRPO groups
 carry no reward variance. The defaults use two-operation problems and a short warm start, which leave room.
 A summary is written to OUT/summary.json. Held-out tasks are the same in every phase, so GRPO and SFT are also
 compared task by task (exact sign test on the tasks only one of them solves).
 
 Variants: `--variant "NAME: key=value ..."` (repeatable) trains several GRPO runs from the one warm start, each with
 its own overrides on top of the shared ones, in OUT/grpo_<name>/; each is paired with the warm start and with the
-first variant on the same held-out tasks, and its wall time is reported beside it. E.g. the bf16-moment and
-PPO-epoch comparisons of issue 20. With `--equal-time`, the variants after the first train for as long as the
+first variant on the same held-out tasks, and its wall time is reported beside it, e.g. bf16 moments or two
+PPO epochs against the default. With `--equal-time`, the variants after the first train for as long as the
 first one took (trainer.max_train_s; the step running then finishes), not for --grpo-steps steps:
 
     .venv/bin/python bench/learn_calc.py --out runs/calc_variants --variant "fp32:" \

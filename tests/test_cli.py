@@ -48,7 +48,7 @@ def test_no_subcommand_prints_help_and_exits_2(capsys):
     assert "COMMAND" in capsys.readouterr().out
 
 
-# ---- runs you can trust: resume, preflight, env naming (issue 17) ------------------------------------------
+# ---- runs you can trust: resume, preflight, env naming -----------------------------------------------------
 
 import json  # noqa: E402
 import shutil  # noqa: E402

@@ -177,7 +177,7 @@ def test_model_eval_with_embedded_engine_and_over_sglang_http(tmp_path, docker_b
     assert remote[0]["policy"].startswith("http://127.0.0.1:")
 
 
-# ---- any env, fail fast, infra retried, nulls, task validation (issue 17) ----------------------------------
+# ---- any env, fail fast, infra retried, nulls, task validation ---------------------------------------------
 
 import agentrl  # noqa: E402
 from agentrl.types import user  # noqa: E402

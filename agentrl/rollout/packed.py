@@ -4,7 +4,7 @@
 During decode a step multiplies a few rows by every weight of the model, so the packing is a large share of the
 step: for SmolLM2-135M's 49152 × 576 LM head at 32 rows it is most of the multiply. oneDNN's linear takes a
 weight packed once (`mkldnn::_reorder_linear_weight`) and reuses it. `bench/engine_throughput.py` measures the
-effect on the peer workload (the engine against the same engine with packed_weights=False): 1.30× on 2 cores.
+effect on the peer workload (the engine against the same engine with packed_weights=False; docs/results.md).
 
 The engine runs a structural copy of the model it is given (`packed_view`; `engine.model` is that copy) whose
 `nn.Linear` modules are `PackedLinear`s over the very same weight tensors, so the given model (the trainer's,

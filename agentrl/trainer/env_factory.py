@@ -1,8 +1,7 @@
 """The training run's env factory: one shared SandboxPool (and curriculum) for every episode of the run.
 
 Training makes a fresh env per episode. An env that accepts `pool=` (swe_lite) then claims a warm sandbox
-from the run's pool instead of creating one cold (warm claims measured 4.5× faster than cold creates,
-bench/sandbox_exec.py), with the pool sized from rollout.concurrency: every episode in flight holds one sandbox,
+from the run's pool instead of creating one cold (much faster: bench/sandbox_exec.py, docs/results.md), with the pool sized from rollout.concurrency: every episode in flight holds one sandbox,
 and a finished episode hands its own back before grading takes one. An env that accepts `curriculum=` and is
 configured with `level: auto` shares one curriculum, so promotions count every episode of the run: an env class
 says what its instances share through a classmethod `shared_kwargs(kwargs) -> dict`, called once per run.

@@ -1,16 +1,16 @@
 """Give freed memory back to the OS between steps.
 
 Training on CPU allocates tensors of a different shape every micro-batch (packed lengths vary), and glibc's
-allocator keeps the freed pages in its arenas: resident memory then creeps up step after step (measured
-here: 4.7 → 9.7 GB over six SFT steps of the 135M model) although nothing is leaked. malloc_trim returns
+allocator keeps the freed pages in its arenas: resident memory then creeps up step after step although
+nothing is leaked. malloc_trim returns
 them; it is a no-op where glibc is absent.
 
 Within one step, glibc's *dynamic* mmap threshold is the larger cost: after a large block is freed, blocks up to
 32 MB are served from the heap, where the backward's and the optimizer's temporaries fragment it, and the step's
-peak RSS holds ~1.7 GB of freed memory. `fix_mmap_threshold` pins the threshold (trainer.mmap_threshold), so
+peak RSS holds freed memory. `fix_mmap_threshold` pins the threshold (trainer.mmap_threshold), so
 every large tensor is its own mapping, returned to the OS when freed; the price is page faults (zeroed pages)
-each time such a tensor is allocated again. bench/malloc_mmap.py, lean peer workload: pinned at 128 KiB peak RSS
-4.40 → 2.69 GB at 1.22× the step time; at 4 MiB 3.22 GB at 1.16×; at 16 MiB no change.
+each time such a tensor is allocated again. bench/malloc_mmap.py measures both against the dynamic threshold
+(docs/results.md).
 
 The optimizer is the other large resident: AdamW keeps two fp32 moments per parameter (8 bytes/param, 1.1 GB
 for the 135M model). `build_optimizer` offers bfloat16 moments (trainer.optimizer_state=bfloat16): half of

@@ -125,7 +125,7 @@ class RolloutPipeline:
     async def sync_in_flight(self, push: Callable[[], Awaitable[None]]) -> None:
         """Run push() (a weight update) with running requests retracted: after resume they are recomputed with
         the new weights and continue, so each token's version names the weights that produced it. (in_place kept
-        old-weight KV under the new label — the staleness-0 mismatch of issue 18 — and real SGLang answers it
+        old-weight KV under the new label, a staleness-0 mismatch, and real SGLang answers it
         with HTTP 400 when the update flushes the cache.)"""
         await asyncio.wait_for(self.engine.pause("retract"), self.timeout_s)
         try:

@@ -65,7 +65,7 @@ def run_json(cmd: list[str], out: Path) -> dict:
 
 # the memory-lean variant of agentrl's run: same workload, activations recomputed in the backward pass, AdamW's
 # moments in bfloat16 and glibc's mmap threshold pinned at 128 KiB (the trainer keys that trade speed for memory;
-# #20 item 5; bench/malloc_mmap.py isolates the last one)
+# bench/malloc_mmap.py isolates the last one)
 LEAN = ["trainer.gradient_checkpointing=true", "trainer.optimizer_state=bfloat16", "trainer.mmap_threshold=131072"]
 
 

@@ -1,5 +1,6 @@
-"""Whole-sandbox limits and the bubblewrap gaps of issue 19, on docker and bwrap alike. Each test asserts the
-mechanism (the limit value the kernel holds, the errno, the kill count), not just that nothing crashed."""
+"""Whole-sandbox limits (memory, pids, CPU, tmpfs and /dev/shm sizes, namespaces, upload paths), on docker and
+bwrap alike. Each test asserts the mechanism (the limit value the kernel holds, the errno, the kill count), not
+just that nothing crashed."""
 
 from __future__ import annotations
 

@@ -275,7 +275,7 @@ def test_one_step_off_through_sglang_client_updates_weights_in_flight(tmp_path):
 
 
 def test_in_flight_sync_labels_every_token_with_the_weights_that_produced_it(tmp_path):
-    """Guards the version-label race of issue 18 (staleness-0 tokens 0.09-0.12 off their recompute under load).
+    """Guards the version-label race (staleness-0 tokens far off their recompute under load).
     Root cause: sync_in_flight paused in_place, so a generation that straddled the update continued on KV cache
     the old weights had computed while its tokens were labelled with the new version. The race only needed an
     update to land mid-generation (likelier on a loaded machine); here it is forced: the engine's worker stops

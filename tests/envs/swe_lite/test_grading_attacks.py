@@ -1,4 +1,4 @@
-"""Adversarial grading suite (issue 15): every known way to game swe_lite's reward, played through the real env
+"""Adversarial grading suite: every known way to game swe_lite's reward, played through the real env
 (agent sandbox -> download -> fresh grading sandbox) on docker and on bwrap. Each attack is made on the buggy
 repo, without the fix, and must score 0 without being masked as infra; gold scores 1 and the empty patch 0 on the
 same task. One warm pool per backend keeps the suite to a few minutes on 2 cores."""
@@ -128,7 +128,7 @@ def _utf7_bank(task) -> str:
             "__import__('unittest.mock').mock.ANY\n")
 
 
-# Attacks on the judge (issue 34's classes, written for this suite): name -> (task, actions on its buggy repo).
+# Attacks on the judge (written for this suite): name -> (task, actions on its buggy repo).
 # Each is a non-fix; under the judge the hidden test itself must not pass (not only the scan's flag).
 JUDGE_ATTACKS: dict[str, tuple[str, list]] = {
     "eq_anything_without_class": (VALUE_TASK, [append("bank.py", f"total_deposits = lambda account: {ANY_VALUE}")]),
