@@ -160,8 +160,8 @@ def install(program: bytes) -> None:
 
 
 # `perl -e LOADER <prctl nr> <program hex> <argv...>`: inside a container, set no_new_privs, install the filter,
-# exec argv (execvp). perl because perl-base is in every Debian image and starts in a few ms (python with ctypes
-# cost 50-150 ms per command here). struct sock_fprog is a u16 length, padding, then a pointer ("S x6 P", LP64).
+# exec argv (execvp). perl because perl-base is in every Debian image and starts far faster than python with
+# ctypes would, on every command. struct sock_fprog is a u16 length, padding, then a pointer ("S x6 P", LP64).
 LOADER = (
     'my $n = shift; my $f = pack("H*", shift);'
     ' syscall($n, 38, 1, 0, 0, 0) == 0 && syscall($n, 22, 2, pack("S x6 P", length($f) / 8, $f), 0, 0) == 0'
