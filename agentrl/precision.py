@@ -118,9 +118,9 @@ class Fp32Head(nn.Linear):
 
 
 def inference_copy(model: nn.Module, dtype: torch.dtype) -> nn.Module:
-    """A copy of `model` for generation in `dtype`: every parameter and buffer cast, except the output embedding,
-    which gets its own fp32 weight (untied from the input embedding) in an `Fp32Head`. The given model is
-    left as it was. fp32 gives a plain deep copy."""
+    """A copy of `model` for generation in `dtype`: every parameter cast, except the output embedding, which gets
+    its own fp32 weight (untied from the input embedding) in an `Fp32Head`; buffers (the rotary frequencies) keep
+    their dtype. The given model is left as it was. fp32 gives a plain deep copy."""
     import copy
 
     out = copy.deepcopy(model)
@@ -128,6 +128,10 @@ def inference_copy(model: nn.Module, dtype: torch.dtype) -> nn.Module:
         return out.eval()
     head = model.get_output_embeddings()
     out.to(dtype)
+    originals = dict(model.named_buffers())
+    for name, buf in out.named_buffers():  # rotary frequencies rounded to bf16 would shift every position's angle
+        if name in originals:
+            buf.data = originals[name].detach().clone()
     if head is not None:
         fp32 = Fp32Head(head.in_features, head.out_features, bias=head.bias is not None, device=head.weight.device,
                         dtype=torch.float32)

@@ -98,6 +98,9 @@ def test_inference_copy_casts_the_body_keeps_an_fp32_untied_head_and_leaves_the_
     assert (model.get_output_embeddings().weight is model.get_input_embeddings().weight) == tied
     for k, v in model.state_dict().items():
         assert v.dtype == torch.float32 and torch.equal(v, before[k]), k
+    buffers = dict(model.named_buffers())
+    for name, buf in copy.named_buffers():  # the rotary frequencies stay exact
+        assert buf.dtype == torch.float32 and torch.equal(buf, buffers[name]), name
     ids = torch.tensor([[1, 2, 3, 4, 5]])
     with torch.no_grad():
         logits16, logits32 = copy(ids).logits, model(ids).logits
@@ -119,9 +122,9 @@ def test_bf16_engine_samples_from_fp32_logits_and_follows_weight_updates(packed)
         try:
             assert e16.dtype == torch.bfloat16 and precision.param_dtype(e16.model) == torch.bfloat16
             a, b = await e32.generate([1, 2, 3], params), await e16.generate([1, 2, 3], params)
-            n = next((i for i, (x, y) in enumerate(zip(a.output_ids, b.output_ids)) if x != y), len(a.output_ids))
+            n = next((i for i, (x, y) in enumerate(zip(a.output_ids, b.output_ids, strict=True)) if x != y), len(a.output_ids))
             assert n >= 1
-            assert max(abs(x - y) for x, y in zip(a.logprobs[:n], b.logprobs[:n])) < 0.05
+            assert max(abs(x - y) for x, y in zip(a.logprobs[:n], b.logprobs[:n], strict=True)) < 0.05
             with torch.no_grad():
                 for p in model.parameters():
                     p.mul_(-1.0)
