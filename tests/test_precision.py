@@ -122,7 +122,7 @@ def test_bf16_engine_samples_from_fp32_logits_and_follows_weight_updates(packed)
         try:
             assert e16.dtype == torch.bfloat16 and precision.param_dtype(e16.model) == torch.bfloat16
             a, b = await e32.generate([1, 2, 3], params), await e16.generate([1, 2, 3], params)
-            n = next((i for i, (x, y) in enumerate(zip(a.output_ids, b.output_ids, strict=True)) if x != y), len(a.output_ids))
+            n = next((i for i, (x, y) in enumerate(zip(a.output_ids, b.output_ids, strict=False)) if x != y), min(len(a.output_ids), len(b.output_ids)))
             assert n >= 1
             assert max(abs(x - y) for x, y in zip(a.logprobs[:n], b.logprobs[:n], strict=True)) < 0.05
             with torch.no_grad():
