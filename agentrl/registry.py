@@ -25,6 +25,7 @@ import importlib
 import importlib.metadata
 import inspect
 import logging
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -34,6 +35,8 @@ from agentrl.errors import ConfigError, UnknownEnv
 
 NAMESPACE = "agentrl"
 ENTRY_POINT_GROUP = "agentrl.envs"
+EXTERNAL = "external:"
+"""Prefix of an agent program trained through the gateway: "external:my_agent.py:run" (agentrl.envs.external)."""
 
 log = logging.getLogger(__name__)
 
@@ -46,8 +49,9 @@ _loaded = False
 
 def gym_id(name: str, version: int = 0) -> str:
     """The gymnasium id of an agentrl env name: "calc" -> "agentrl/calc-v0" ("pkg.mod:Env" -> "agentrl/pkg.mod.Env-v0":
-    gymnasium reads a colon in an id as a module to import)."""
-    return f"{NAMESPACE}/{name.replace(':', '.')}-v{version}"
+    gymnasium reads a colon in an id as a module to import; other characters it refuses, e.g. the slashes of an
+    external agent's path, become dots too)."""
+    return f"{NAMESPACE}/{re.sub(r'[^A-Za-z0-9_.-]', '.', name)}-v{version}"
 
 
 def register(name: str, entry_point: str | Callable[..., Any], *, description: str | None = None,
@@ -155,6 +159,20 @@ def _register_class_path(name: str) -> str:
     return register(name, name)
 
 
+def _register_external(name: str) -> str:
+    """Register "external:<file.py or module>:<fn>" (an agent program run through the gateway) after checking
+    that the function loads; UnknownEnv says what is wrong."""
+    from agentrl.envs.external import absolute_ref, load_agent
+
+    ref = name[len(EXTERNAL):]
+    try:
+        load_agent(ref)
+    except ConfigError as e:
+        raise UnknownEnv(f'env "{name}": {e}') from None
+    return register(name, "agentrl.envs.external:ExternalEnv", kwargs={"agent": absolute_ref(ref)},
+                    description=f"agent program {ref} through the gateway")
+
+
 def env_class(name: str) -> Any:
     """The class (or callable) an env name makes: "calc", "calc-v0", "agentrl/calc-v0" or "module:Class"."""
     spec = gymnasium.spec(resolve(name))
@@ -223,6 +241,8 @@ def resolve(name: str) -> str:
     suggestion and both ways to make a new env known (an entry point, or naming module:Class)."""
     _ensure_loaded()
     env_id = _lookup(name)
+    if env_id is None and name.startswith(EXTERNAL):
+        return _register_external(name)
     if env_id is None and _is_class_path(name):
         return _register_class_path(name)
     if env_id is None:

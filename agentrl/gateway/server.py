@@ -42,40 +42,36 @@ class Gateway:
     Args:
         engine: any agentrl Engine (embedded, SGLang client).
         renderer: the ChatRenderer (chat template) the trainer uses.
-        sampling: the base sampling settings (stop ids are the renderer's end-of-turn).
-        fixed_sampling: True in training: a request's temperature/top_p are ignored, so behaviour logprobs are
-            of the distribution the trainer assumes.
+        sampling: sessions' default sampling settings (stop ids are always the renderer's end-of-turn); a
+            request's temperature and top_p replace them unless the session fixes its sampling.
         model_name: the id /v1/models lists.
     """
 
     def __init__(self, engine: Engine, renderer: ChatRenderer, *, sampling: SamplingParams | None = None,
-                 fixed_sampling: bool = False, model_name: str = "agentrl"):
+                 model_name: str = "agentrl"):
         self.engine, self.renderer = engine, renderer
-        self.sampling = replace(sampling or SamplingParams(), stop_token_ids=renderer.stop_token_ids)
-        self.fixed_sampling = fixed_sampling
+        self.sampling = sampling or SamplingParams()
         self.model_name = model_name
         self.sessions: dict[str, Session] = {}
-        self.seeds: dict[str, int | None] = {}
         self.url = ""
         self._runner: web.AppRunner | None = None
 
     # ---- sessions ----
 
     def open_session(self, *, session_id: str | None = None, api_key: str | None = None,
-                     limits: SessionLimits | None = None, sampling_seed: int | None = None) -> Session:
-        """A new session with its own base URL and API key; with `sampling_seed`, call k samples with
-        turn_seed(sampling_seed, k) (choice c of it: + c), as the agent loop's turn k does."""
-        session = Session(self.renderer, session_id=session_id, api_key=api_key, limits=limits)
+                     limits: SessionLimits | None = None, sampling: SamplingParams | None = None,
+                     fixed_sampling: bool = False, sampling_seed: int | None = None) -> Session:
+        """A new session with its own base URL and API key (see Session for the sampling arguments)."""
+        session = Session(self.renderer, session_id=session_id, api_key=api_key, limits=limits, sampling=sampling,
+                          fixed_sampling=fixed_sampling, sampling_seed=sampling_seed)
         if session.id in self.sessions:
             raise ValueError(f"session {session.id!r} is already open")
         session.base_url = f"{self.url}/sessions/{session.id}/v1"
         self.sessions[session.id] = session
-        self.seeds[session.id] = sampling_seed
         return session
 
     def close_session(self, session_id: str) -> Session | None:
         """Stop serving a session (its URL answers 404 from now on) and return it with its record."""
-        self.seeds.pop(session_id, None)
         return self.sessions.pop(session_id, None)
 
     # ---- HTTP ----
@@ -125,12 +121,12 @@ class Gateway:
         """Render, sample `n` choices, record them; the chat.completion object."""
         plan = session.prepare(req.messages, req.tools)
         call = session.stats.calls - 1
-        params = replace(self.sampling, max_new_tokens=session.max_new_tokens(plan, req.max_tokens), stop=req.stop)
-        if not self.fixed_sampling:
-            params = replace(params, temperature=self.sampling.temperature if req.temperature is None
-                             else req.temperature, top_p=self.sampling.top_p if req.top_p is None else req.top_p)
-        base_seed = self.seeds.get(session.id)
-        seed = turn_seed(base_seed, call) if base_seed is not None else req.seed
+        base = replace(session.sampling or self.sampling, stop_token_ids=self.renderer.stop_token_ids, stop=req.stop,
+                       max_new_tokens=session.max_new_tokens(plan, req.max_tokens))
+        params = base if session.fixed_sampling else replace(
+            base, temperature=base.temperature if req.temperature is None else req.temperature,
+            top_p=base.top_p if req.top_p is None else req.top_p)
+        seed = turn_seed(session.sampling_seed, call) if session.sampling_seed is not None else req.seed
 
         async def one(c: int):
             s = None if seed is None else (seed + c) & 0x7FFFFFFF

@@ -22,7 +22,7 @@ from typing import Any
 
 from agentrl.gateway.protocol import RequestError, assistant_reply, canonical, template_message
 from agentrl.rollout.chat import ChatRenderer, TemplateError
-from agentrl.rollout.engine import Generation
+from agentrl.rollout.engine import Generation, SamplingParams
 from agentrl.tool_calls import tools_prompt
 from agentrl.types import Segment, Turn
 
@@ -91,8 +91,16 @@ class Session:
     """The TITO state of one agent program's session (`prepare` → engine → `record`, then `segments`)."""
 
     def __init__(self, renderer: ChatRenderer, *, session_id: str | None = None, api_key: str | None = None,
-                 limits: SessionLimits | None = None):
+                 limits: SessionLimits | None = None, sampling: SamplingParams | None = None,
+                 fixed_sampling: bool = False, sampling_seed: int | None = None):
         self.renderer = renderer
+        self.sampling = sampling
+        """This session's sampling settings (None: the gateway's)."""
+        self.fixed_sampling = fixed_sampling
+        """True in training: a request's temperature/top_p are ignored, so behaviour logprobs are of the
+        distribution the trainer assumes."""
+        self.sampling_seed = sampling_seed
+        """With a seed, call k samples with turn_seed(sampling_seed, k) (choice c: + c), as the agent loop's turn k."""
         self.id = session_id or uuid.uuid4().hex
         self.api_key = api_key or "sk-agentrl-" + uuid.uuid4().hex
         self.limits = limits or SessionLimits()

@@ -225,6 +225,8 @@ async def run_episode(env, engine: Engine | None, tokenizer: Any, cfg: LoopConfi
     be None), else `engine`. `tokenizer` may be a ChatRenderer (to reuse one, or to use another chat
     template). With `sampling_seed`, turn k samples with seed turn_seed(sampling_seed, k), so an episode's
     samples do not depend on request scheduling (resumed runs reproduce them); without it the engine picks.
+    An env with `run_agent` (agentrl.envs.external) plays the episode itself: its agent program calls the
+    engine through a gateway session, and the env fills in the trajectory.
     """
     cfg, renderer = cfg or LoopConfig(), as_renderer(tokenizer)
     if policy is None and engine is None and not expert:
@@ -236,6 +238,10 @@ async def run_episode(env, engine: Engine | None, tokenizer: Any, cfg: LoopConfi
     spec = getattr(env, "spec", None)
     traj = Trajectory(id=trajectory_id or uuid.uuid4().hex, group_id=group_id,
                       env_id=spec.id if spec else type(env).__name__, task_id="", expert=policy.expert)
+    run_agent = getattr(env, "run_agent", None)
+    if run_agent is not None and not policy.expert:  # an agent program drives the episode (agentrl.envs.external)
+        await run_agent(engine, renderer, cfg, traj, seed=seed, options=options, sampling_seed=sampling_seed)
+        return traj
     start = time.monotonic()
     ep = _Episode(env, policy, renderer, cfg, traj, sampling_seed, deadline=start + cfg.timeout_s)
     try:

@@ -107,6 +107,12 @@ def summarize(trajectories: Sequence[Trajectory]) -> dict[str, float]:
         out["rollout/suspicious_share"] = sum(bool(i.get("suspicious")) for i in graded) / len(graded)
         out["rollout/invalid_grading_share"] = sum(not i.get("grading_valid") for i in graded) / len(graded)
         out["rollout/refused_share"] = sum(bool(i.get("grading_refused")) for i in graded) / len(graded)
+    sessions = [t.metrics for t in trajectories if "gateway/calls" in t.metrics]
+    if sessions:  # episodes of agent programs (agentrl.envs.external): calls that re-rendered history, segments
+        extendable = sum(max(m["gateway/calls"] - 1, 0) for m in sessions)
+        out["gateway/prefix_mismatch_rate"] = sum(m["gateway/prefix_mismatches"] for m in sessions) / max(extendable, 1)
+        out["gateway/segments_mean"] = sum(m["gateway/segments"] for m in sessions) / len(sessions)
+        out["gateway/calls_mean"] = sum(m["gateway/calls"] for m in sessions) / len(sessions)
     levels = [i["level"] for i in (t.reward_info or {} for t in trajectories) if isinstance(i.get("level"), int)]
     if levels:  # an env with difficulty levels (swe_lite): which level the step trained on, also under level=auto
         out["rollout/level_mean"] = sum(levels) / len(levels)

@@ -1,0 +1,163 @@
+"""external:<file.py>:<fn>: agent programs trained through the gateway, on the tiny model's embedded engine.
+
+Each test writes a small agent file and runs its episodes through the collector (the trainer's episode path),
+so the gateway, the session record and the failure table are the real ones."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import textwrap
+
+import pytest
+
+import agentrl
+from agentrl.errors import UnknownEnv
+from agentrl.models import load_tokenizer
+from agentrl.rollout.agent_loop import LoopConfig
+from agentrl.rollout.chat import ChatRenderer
+from agentrl.rollout.collector import collect_group, summarize
+from agentrl.rollout.embedded import EmbeddedEngine
+from agentrl.types import TerminationReason, scored
+
+TWO_CALLS = '''
+TASKS = [{"id": "hi", "question": "Say hi."}, {"id": "bye", "question": "Say bye."}]
+
+async def run(task, client):
+    msgs = [{"role": "user", "content": task["question"]}]
+    reply = await client.chat(msgs, max_tokens=6)
+    msgs += [reply["choices"][0]["message"], {"role": "user", "content": "Again."}]
+    reply = await client.chat(msgs, max_tokens=6)
+    return float(len(reply["choices"][0]["message"]["content"]) % 2)
+'''
+
+
+@pytest.fixture(scope="module")
+def engine():
+    eng = EmbeddedEngine("tiny", seed=0)
+    yield eng
+    asyncio.run(eng.close())
+
+
+@pytest.fixture(scope="module")
+def renderer():
+    return ChatRenderer(load_tokenizer("tiny"))
+
+
+def agent_file(tmp_path, source: str, name: str = "agent.py") -> str:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(source))
+    return f"external:{path}:run"
+
+
+def episodes(engine, renderer, env_name: str, *, group_size: int = 2, seed: int = 5, **loop):
+    cfg = LoopConfig(**{"max_new_tokens": 6, "max_context_tokens": 512, "max_turns": 4, "timeout_s": 60, **loop})
+    return asyncio.run(collect_group(lambda: agentrl.make(env_name), engine, renderer, seed=seed,
+                                     group_size=group_size, cfg=cfg))
+
+
+def test_an_agent_program_yields_trajectories_with_the_sessions_exact_tokens(engine, renderer, tmp_path):
+    """Guards the env path: a group of two episodes of a two-call agent gives two scored trajectories, one
+    segment each, both calls as turns, the reward the program returned, gateway metrics, and no gateway left
+    running; the same task seed reproduces the same samples (sessions seed each call like the agent loop)."""
+    from agentrl.envs import external
+
+    name = agent_file(tmp_path, TWO_CALLS)
+    trajs = episodes(engine, renderer, name)
+    assert [t.termination for t in trajs] == [TerminationReason.DONE] * 2, [t.termination_detail for t in trajs]
+    for t in trajs:
+        assert len(t.segments) == 1 and len(t.turns) == 2 and t.reward in (0.0, 1.0)
+        assert t.task_id in ("hi", "bye") and t.env_id.startswith("agentrl/external.")
+        assert t.metrics["gateway/calls"] == 2 and t.metrics["gateway/prefix_mismatch_rate"] == 0.0
+        assert t.num_action_tokens == sum(b - a for a, b in (turn.action_span for turn in t.turns))
+        assert t.reward == len(t.turns[-1].action_text.removesuffix("<|im_end|>")) % 2
+    assert trajs[0].segments[0].token_ids != trajs[1].segments[0].token_ids  # members sample differently
+    again = episodes(engine, renderer, name)
+    assert [t.segments for t in again] == [t.segments for t in trajs]
+    assert external._gateways == {}
+    stats = summarize(trajs)
+    assert stats["gateway/prefix_mismatch_rate"] == 0.0 and stats["gateway/segments_mean"] == 1.0
+
+
+@pytest.mark.parametrize("body, detail", [
+    ("raise ValueError('the agent crashed')", "the agent program raised ValueError: the agent crashed"),
+    ("return 'great'", "the agent program returned 'great'; expected a number"),
+    ("return 1.0", "the agent program made no model call"),
+    ("await asyncio.sleep(30)", "the agent program ran past the episode deadline"),
+])
+def test_a_failing_agent_program_is_a_masked_env_error(engine, renderer, tmp_path, body, detail):
+    """Crashes, non-number results, no model call and a spent deadline are the program's infrastructure, not the
+    policy's outcome: env_error, masked (never trained as reward 0), with the reason in words."""
+    src = f"import asyncio\n\nasync def run(task, client):\n    await client.chat([{{'role': 'user', 'content': 'hi'}}])\n    {body}\n"
+    if "no model call" in detail:
+        src = "async def run(task, client):\n    return 1.0\n"
+    trajs = episodes(engine, renderer, agent_file(tmp_path, src), group_size=1, timeout_s=2)
+    (t,) = trajs
+    assert t.termination is TerminationReason.ENV_ERROR and not scored(t.termination)
+    assert t.termination_detail.startswith(detail), t.termination_detail
+
+
+def test_a_spent_call_budget_ends_the_episode_as_max_turns_with_the_programs_reward(engine, renderer, tmp_path):
+    """rollout.max_turns bounds the program's calls: the next call is refused (HTTP 400, code max_turns), and
+    the episode is scored as max_turns with what the program returned."""
+    src = '''
+    from agentrl.gateway import GatewayError
+
+    async def run(task, client):
+        msgs = [{"role": "user", "content": "hi"}]
+        try:
+            for _ in range(5):
+                reply = await client.chat(msgs)
+                msgs += [reply["choices"][0]["message"], {"role": "user", "content": "more"}]
+        except GatewayError as e:
+            return 0.5 if e.body["error"]["code"] == "max_turns" else -1.0
+        return -1.0
+    '''
+    (t,) = episodes(engine, renderer, agent_file(tmp_path, src), group_size=1, max_turns=2)
+    assert t.termination is TerminationReason.MAX_TURNS and t.reward == 0.5 and len(t.turns) == 2
+
+
+def test_a_synchronous_agent_with_its_own_http_client_works(engine, renderer, tmp_path):
+    """A plain `def run` runs in a worker thread, so a blocking client (here urllib) reaches the gateway that
+    serves on the episode's event loop."""
+    src = '''
+    import json, urllib.request
+
+    def run(task, client):
+        body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4}).encode()
+        req = urllib.request.Request(client.base_url + "/chat/completions", data=body, headers={
+            "Authorization": "Bearer " + client.api_key, "Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            reply = json.load(resp)
+        return 1.0 if reply["choices"][0]["message"]["role"] == "assistant" else 0.0
+    '''
+    (t,) = episodes(engine, renderer, agent_file(tmp_path, src), group_size=1)
+    assert t.termination is TerminationReason.DONE and t.reward == 1.0 and len(t.turns) == 1
+
+
+def test_unknown_agent_files_and_functions_are_named(tmp_path):
+    """`--env external:…` with a missing file or function fails at once with the name, not per episode."""
+    with pytest.raises(UnknownEnv, match=re.escape("does not exist")):
+        agentrl.make(f"external:{tmp_path}/nope.py:run")
+    name = agent_file(tmp_path, "async def play(task, client):\n    return 1.0\n")
+    with pytest.raises(UnknownEnv, match=re.escape("has no function 'run' (it has: play)")):
+        agentrl.make(name)
+
+
+def test_train_one_step_on_an_external_agent_from_the_cli(tmp_path, capsys):
+    """`agentrl train --env external:agent.py:run` runs a GRPO step on the program's trajectories and logs the
+    gateway's prefix-mismatch rate (0 for an agent that only appends)."""
+    from agentrl.cli import main
+
+    name = agent_file(tmp_path, TWO_CALLS)
+    run_dir = tmp_path / "run"
+    argv = ["train", "--env", name, "model.name=tiny", "rollout.tasks_per_step=2", "rollout.group_size=2",
+            "rollout.max_new_tokens=6", "rollout.max_context_tokens=256", "rollout.max_turns=3",
+            "rollout.dynamic_sampling=false", "trainer.tensorboard=false", "trainer.steps=1",
+            "trainer.sample_every=0", f"trainer.run_dir={run_dir}"]
+    assert main(argv) == 0, capsys.readouterr().err
+    rec = json.loads((run_dir / "metrics.jsonl").read_text().splitlines()[-1])
+    assert rec["gateway/prefix_mismatch_rate"] == 0.0 and rec["termination/done"] == 4
+    lines = (run_dir / "trajectories.jsonl").read_text().splitlines()
+    assert len(lines) == 4 and all(json.loads(x)["metrics"]["gateway/calls"] == 2 for x in lines)
