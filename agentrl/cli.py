@@ -20,6 +20,7 @@ COMMANDS: dict[str, str] = {
     "sft": "supervised warm start from an env's scripted expert",
     "eval": "run sandboxed evaluation episodes of a model (or an oracle) on an env split",
     "serve": "serve a model over HTTP with SGLang's native API (embedded engine), or print the SGLang launch command",
+    "gateway": "serve an OpenAI-compatible session gateway in front of a model (train or record existing agents)",
     "envs": "list the registered environments",
     "sandbox": "build, list, reap sandboxes; run one command in a fresh sandbox",
     "plot": "write a PNG dashboard of a run's metrics",

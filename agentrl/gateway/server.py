@@ -9,6 +9,8 @@
 Routes (each checks the session's bearer key: a wrong one is 401, an unknown session 404):
 POST /sessions/{id}/v1/chat/completions (non-streaming and `stream: true` server-sent events),
 GET /sessions/{id}/v1/models. Errors are OpenAI's envelope {"error": {"message", "type", "param", "code"}}.
+Session routes for `agentrl gateway` (the admin key when one is set): POST /sessions opens one, GET
+/sessions/{id} returns its record as a trajectory dict, DELETE /sessions/{id} returns it and closes the session.
 
 Streaming sends the finished completion in OpenAI's chunk order once the engine is done: the engine is not
 streamed, so both modes sample and record exactly the same tokens.
@@ -30,6 +32,7 @@ from agentrl.rollout.chat import ChatRenderer
 from agentrl.rollout.engine import Engine, SamplingParams
 from agentrl.rollout.engine_errors import EngineRequestError
 from agentrl.rollout.seeds import turn_seed
+from agentrl.types import Trajectory
 
 
 def _error(e: RequestError) -> web.Response:
@@ -45,11 +48,14 @@ class Gateway:
         sampling: sessions' default sampling settings (stop ids are always the renderer's end-of-turn); a
             request's temperature and top_p replace them unless the session fixes its sampling.
         model_name: the id /v1/models lists.
+        admin_api_key: the bearer key of the session routes (POST /sessions, GET|DELETE /sessions/{id});
+            None leaves them open (bind to loopback then).
     """
 
     def __init__(self, engine: Engine, renderer: ChatRenderer, *, sampling: SamplingParams | None = None,
-                 model_name: str = "agentrl"):
+                 model_name: str = "agentrl", admin_api_key: str | None = None):
         self.engine, self.renderer = engine, renderer
+        self.admin_api_key = admin_api_key
         self.sampling = sampling or SamplingParams()
         self.model_name = model_name
         self.sessions: dict[str, Session] = {}
@@ -146,11 +152,69 @@ class Gateway:
         return completion(f"chatcmpl-{uuid.uuid4().hex}", req.model or self.model_name, choices,
                           len(plan.prompt_ids), sum(len(g.output_ids) for g in gens))
 
+    def _admin(self, request: web.Request) -> None:
+        if self.admin_api_key is not None and request.headers.get("Authorization", "") != f"Bearer {self.admin_api_key}":
+            raise RequestError("Incorrect admin API key.", status=401, code="invalid_api_key")
+
+    async def create_session(self, request: web.Request) -> web.Response:
+        """POST /sessions {"session_id"?, "max_calls"?, "max_context_tokens"?, "max_new_tokens"?, "seed"?}: a new
+        session's {"id", "base_url", "api_key"} (201)."""
+        try:
+            self._admin(request)
+            raw = await request.read()
+            try:
+                body = json.loads(raw) if raw.strip() else {}
+            except ValueError as e:
+                raise RequestError(f"the request body is not valid JSON: {e}") from None
+            if not isinstance(body, dict):
+                raise RequestError("the request body must be a JSON object")
+            limits = SessionLimits()
+            for key in ("max_calls", "max_context_tokens", "max_new_tokens"):
+                value = body.get(key, getattr(limits, key))
+                if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                    raise RequestError(f"{key} must be a positive integer, got {value!r}", param=key)
+                setattr(limits, key, value)
+            sid, seed = body.get("session_id"), body.get("seed")
+            if sid is not None and (not isinstance(sid, str) or not sid.replace("-", "").replace("_", "").isalnum()):
+                raise RequestError("session_id must be letters, digits, - and _", param="session_id")
+            if sid in self.sessions:
+                raise RequestError(f"session {sid!r} already exists", status=409, param="session_id")
+            if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+                raise RequestError("seed must be an integer", param="seed")
+        except RequestError as e:
+            return _error(e)
+        session = self.open_session(session_id=sid, limits=limits, sampling_seed=seed)
+        return web.json_response({"id": session.id, "base_url": session.base_url, "api_key": session.api_key},
+                                 status=201)
+
+    def _record(self, session: Session) -> dict[str, Any]:
+        segments, turns = session.segments()
+        traj = Trajectory(id=session.id, group_id="", env_id="gateway", task_id="", segments=segments, turns=turns,
+                          metrics=session.metrics())
+        return traj.to_dict() | {"ending": list(session.ending) if session.ending else None}
+
+    async def session_record(self, request: web.Request) -> web.Response:
+        """GET /sessions/{id}: the session's record as a trajectory dict (segments, turns, gateway metrics);
+        DELETE also closes the session."""
+        sid = request.match_info["session"]
+        try:
+            self._admin(request)
+            if sid not in self.sessions:
+                raise RequestError(f"session {sid!r} does not exist (or has ended)", status=404,
+                                   code="session_not_found")
+        except RequestError as e:
+            return _error(e)
+        session = self.close_session(sid) if request.method == "DELETE" else self.sessions[sid]
+        return web.json_response(self._record(session))
+
     def app(self) -> web.Application:
         """The aiohttp application (routes only; `start` serves it)."""
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_post("/sessions/{session}/v1/chat/completions", self.chat_completions)
         app.router.add_get("/sessions/{session}/v1/models", self.models)
+        app.router.add_post("/sessions", self.create_session)
+        app.router.add_get("/sessions/{session}", self.session_record)
+        app.router.add_delete("/sessions/{session}", self.session_record)
         return app
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> str:

@@ -301,3 +301,40 @@ def test_a_spent_budget_answers_400_and_ends_the_session(engine, renderer):
     session, err = asyncio.run(go())
     assert err.status == 400 and err.body["error"]["code"] == "max_turns"
     assert session.ending[0] == "max_turns"
+
+
+def test_session_routes_open_record_and_close_sessions_behind_the_admin_key(engine, renderer):
+    """`agentrl gateway`'s session routes: POST /sessions opens one (201, its own URL and key), GET returns the
+    record as a trajectory dict whose tokens are the engine's, DELETE closes it (its URL is 404 after); without
+    the admin key each route is 401, and a bad body is 400."""
+    rec = Recording(engine)
+
+    async def go():
+        async with serving(rec, renderer, admin_api_key="sk-admin") as gw:
+            admin = {"Authorization": "Bearer sk-admin"}
+            async with aiohttp.ClientSession() as http:
+                async with http.post(f"{gw.url}/sessions", json={"seed": 1}) as r:
+                    assert r.status == 401
+                async with http.post(f"{gw.url}/sessions", json={"max_calls": 0}, headers=admin) as r:
+                    assert r.status == 400 and (await r.json())["error"]["param"] == "max_calls"
+                async with http.post(f"{gw.url}/sessions", json={"seed": 1, "max_new_tokens": 5}, headers=admin) as r:
+                    assert r.status == 201
+                    info = await r.json()
+                client = AgentClient(info["base_url"], info["api_key"])
+                await client.chat([{"role": "user", "content": "hi"}])
+                async with http.get(f"{gw.url}/sessions/{info['id']}", headers=admin) as r:
+                    record = await r.json()
+                async with http.delete(f"{gw.url}/sessions/{info['id']}", headers=admin) as r:
+                    assert r.status == 200
+                with pytest.raises(GatewayError) as err:
+                    await client.chat([{"role": "user", "content": "hi"}])
+                return info, record, err.value
+
+    info, record, err = asyncio.run(go())
+    assert info["base_url"].endswith(f"/sessions/{info['id']}/v1") and info["api_key"]
+    (prompt, gen), = rec.calls
+    assert len(gen.output_ids) <= 5
+    (seg,) = record["segments"]
+    assert seg["token_ids"] == prompt + gen.output_ids and seg["behaviour_logprobs"][len(prompt):] == gen.logprobs
+    assert record["metrics"]["gateway/calls"] == 1 and record["ending"] is None
+    assert err.status == 404
