@@ -73,8 +73,11 @@ def test_an_agent_program_yields_trajectories_with_the_sessions_exact_tokens(eng
         assert t.num_action_tokens == sum(b - a for a, b in (turn.action_span for turn in t.turns))
         assert t.reward == len(t.turns[-1].action_text.removesuffix("<|im_end|>")) % 2
     assert trajs[0].segments[0].token_ids != trajs[1].segments[0].token_ids  # members sample differently
-    again = episodes(engine, renderer, name)
-    assert [t.segments for t in again] == [t.segments for t in trajs]
+    again = episodes(engine, renderer, name)  # batched differently: the same ids, logprobs equal to float noise
+    for t, u in zip(trajs, again, strict=True):
+        (s,), (r,) = t.segments, u.segments
+        assert (r.token_ids, r.loss_mask, r.versions) == (s.token_ids, s.loss_mask, s.versions)
+        assert max(abs(x - y) for x, y in zip(r.behaviour_logprobs, s.behaviour_logprobs, strict=True)) < 1e-4
     assert external._gateways == {}
     stats = summarize(trajs)
     assert stats["gateway/prefix_mismatch_rate"] == 0.0 and stats["gateway/segments_mean"] == 1.0
@@ -161,3 +164,32 @@ def test_train_one_step_on_an_external_agent_from_the_cli(tmp_path, capsys):
     assert rec["gateway/prefix_mismatch_rate"] == 0.0 and rec["termination/done"] == 4
     lines = (run_dir / "trajectories.jsonl").read_text().splitlines()
     assert len(lines) == 4 and all(json.loads(x)["metrics"]["gateway/calls"] == 2 for x in lines)
+
+
+def test_the_example_calc_agent_round_trips_a_tool_call_and_earns_its_reward(renderer):
+    """examples/calc_agent.py, unchanged, against a scripted engine that calls the tool and then answers: the
+    tool call reaches the agent as OpenAI tool_calls, its result comes back as a `tool` message rendered after the
+    sampled ids, and the reward is the program's verdict (1.0)."""
+    from pathlib import Path
+
+    from agentrl.envs.external import load_agent
+
+    from agentrl.tool_calls import format_call
+    from tests.rollout.scripted_engine import ScriptedEngine
+
+    path = Path(__file__).resolve().parents[2] / "examples" / "calc_agent.py"
+    module, _ = load_agent(f"{path}:run")
+    seed = 3
+    t = module.task(seed)
+    a, b, c = (int(x) for x in re.match(r"(\d+)x(\d+)\+(\d+)", t["id"]).groups())
+    tok, eot = renderer.tokenizer, renderer.eot_token_id
+    engine = ScriptedEngine([tok.encode(format_call("calc", {"expression": f"{a}*{b}+{c}"}), add_special_tokens=False)
+                             + [eot], tok.encode(f"There are {t['answer']} eggs.", add_special_tokens=False) + [eot]])
+    (traj,) = episodes(engine, renderer, f"external:{path}:run", group_size=1, seed=seed, max_new_tokens=96)
+    assert traj.termination is TerminationReason.DONE and traj.reward == 1.0, traj.termination_detail
+    assert traj.task_id == t["id"] and len(traj.segments) == 1 and len(traj.turns) == 2
+    assert traj.turns[0].observation_text == str(t["answer"])
+    seg = traj.segments[0]
+    assert engine.prompts[1] == seg.token_ids[: len(engine.prompts[1])]
+    for gen, turn in zip(engine.returned, traj.turns, strict=True):
+        assert seg.token_ids[turn.action_span[0]: turn.action_span[1]] == gen.output_ids
