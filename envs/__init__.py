@@ -12,6 +12,10 @@ BUILTIN_ENVS: dict[str, tuple[str, str, str | None]] = {
                  "Fix a planted bug in a small Python repo with bash, an editor and submit; "
                  "reward 1 when the hidden tests pass.",
                  "agentrl.envs.swe_lite.evaluation:SweLiteEvalHook"),
+    "swe_real": ("agentrl.envs.swe_real.env:SweRealEnv",
+                 "Fix a bug planted in a real PyPI package (12 pinned packages); reward 1 when the package's own "
+                 "hidden tests pass.",
+                 "agentrl.envs.swe_real.evaluation:SweRealEvalHook"),
 }
 """name -> (entry point "module:Class", one-line description for `agentrl envs`, evaluation hook "module:object"
 or None for the generic one: see agentrl.evaluation)."""
