@@ -149,8 +149,9 @@ def test_unknown_agent_files_and_functions_are_named(tmp_path):
 
 
 def test_train_one_step_on_an_external_agent_from_the_cli(tmp_path, capsys):
-    """`agentrl train --env external:agent.py:run` runs a GRPO step on the program's trajectories and logs the
-    gateway's prefix-mismatch rate (0 for an agent that only appends)."""
+    """`agentrl train --env external:agent.py:run` runs a GRPO step on the program's trajectories, logs the
+    gateway's prefix-mismatch rate (0 for an agent that only appends), and the trainer's recompute of the
+    behaviour logprobs agrees with the engine's."""
     from agentrl.cli import main
 
     name = agent_file(tmp_path, TWO_CALLS)
@@ -162,6 +163,9 @@ def test_train_one_step_on_an_external_agent_from_the_cli(tmp_path, capsys):
     assert main(argv) == 0, capsys.readouterr().err
     rec = json.loads((run_dir / "metrics.jsonl").read_text().splitlines()[-1])
     assert rec["gateway/prefix_mismatch_rate"] == 0.0 and rec["termination/done"] == 4
+    # the trainer's recompute on the recorded tokens matches the engine's behaviour logprobs: tokens, masks and
+    # logprobs line up (a re-tokenized or shifted action would show a large gap here)
+    assert rec["mismatch/logprob_abs_diff_max"] < 1e-3, rec["mismatch/logprob_abs_diff_max"]
     lines = (run_dir / "trajectories.jsonl").read_text().splitlines()
     assert len(lines) == 4 and all(json.loads(x)["metrics"]["gateway/calls"] == 2 for x in lines)
 
