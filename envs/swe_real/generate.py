@@ -205,7 +205,8 @@ class Generator:
         roots = json.dumps(list(pkg.source))
         cmd = ["python3", "-B", "/workspace/probe.py", "/workspace/probe.json", roots, "-q", "-p", "no:cacheprovider",
                "-o", "addopts=", *pkg.tests]
-        res = self.sandbox.exec(cmd, timeout=600, cwd=REPO, env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
+        res = self.sandbox.exec(cmd, timeout=600, cwd=REPO,
+                                env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONHASHSEED": "0"})
         try:
             return json.loads(self.sandbox.read_file("/workspace/probe.json", max_bytes=64 << 20))
         except Exception as e:
@@ -241,7 +242,8 @@ class Generator:
 
     def screen(self, changes: list[tuple[dict[str, str], list[str]]]) -> list[tuple[list[str], dict[str, str]] | None]:
         """For each (mutated files, test ids): (failing ids, their failure texts), or None when the run broke
-        (a collection error, a test missing, a timeout). One sandbox call per BATCH_SIZE mutants: a parent
+        (a collection error, a test missing, a timeout). The failure texts become issue texts, so the hash seed
+        is fixed (set reprs must not change between regenerations). One sandbox call per BATCH_SIZE mutants: a parent
         process imports pytest once and forks a child per mutant (plain pytest; the harness checks the
         accepted ones when their task is graded)."""
         self.sandbox.write_file("/workspace/batch.py", BATCH)
@@ -253,7 +255,7 @@ class Generator:
             self.sandbox.write_file("/workspace/batch_spec.json", json.dumps(spec))
             res = self.sandbox.exec(["python3", "-B", "/workspace/batch.py", "/workspace/batch_spec.json"],
                                     timeout=MUTANT_S * len(chunk) + 120, cwd=REPO,
-                                    env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
+                                    env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONHASHSEED": "0"})
             try:
                 results = json.loads(self.sandbox.read_file("/workspace/batch.json", max_bytes=64 << 20))
             except Exception as e:
