@@ -197,3 +197,63 @@ def test_the_example_calc_agent_round_trips_a_tool_call_and_earns_its_reward(ren
     assert engine.prompts[1] == seg.token_ids[: len(engine.prompts[1])]
     for gen, turn in zip(engine.returned, traj.turns, strict=True):
         assert seg.token_ids[turn.action_span[0]: turn.action_span[1]] == gen.output_ids
+
+
+ENV_AS_AGENT = '''
+import agentrl
+from agentrl.types import user
+
+
+class EchoEnv(agentrl.AgentEnv):
+    """Three turns of "Again."; reward: the parity of the last action's length."""
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.turn = 0
+        return [user(f"Say something ({int(self.np_random.integers(1000))}).")], {"task_id": str(seed)}
+
+    def step(self, action):
+        self.turn += 1
+        done = self.turn == 3
+        return [user("Again.")], float(done and len(action) % 2 == 0), done, False, {}
+
+
+async def run(task, client):
+    """The agent loop, written as an OpenAI-style program over the same env."""
+    env = EchoEnv()
+    messages, _ = env.reset(seed=task["seed"])
+    total = 0.0
+    while True:
+        reply = await client.chat(messages)
+        messages = messages + [reply["choices"][0]["message"]]
+        obs, reward, terminated, truncated, _ = env.step(messages[-1]["content"])
+        total += reward
+        if terminated or truncated:
+            return total
+        messages = messages + obs
+'''
+
+
+def test_an_env_played_through_the_gateway_gives_the_agent_loops_trajectory(engine, renderer, tmp_path):
+    """The gateway is the agent loop turned inside out: the same env played by the in-process agent loop and by
+    an OpenAI-style program through the gateway, with the same task and sampling seeds, gives the same token
+    ids, loss masks and rewards (logprobs equal up to float noise from batching)."""
+    from agentrl.envs.external import load_agent
+
+    name = agent_file(tmp_path, ENV_AS_AGENT)
+    module, _ = load_agent(name.removeprefix("external:"))
+    cfg = LoopConfig(max_new_tokens=6, max_context_tokens=512, max_turns=5, timeout_s=60)
+
+    async def both():
+        loop = await collect_group(module.EchoEnv, engine, renderer, seed=9, group_size=2, cfg=cfg)
+        gateway = await collect_group(lambda: agentrl.make(name), engine, renderer, seed=9, group_size=2, cfg=cfg)
+        return loop, gateway
+
+    loop, gateway = asyncio.run(both())
+    for a, b in zip(loop, gateway, strict=True):
+        assert a.termination is b.termination is TerminationReason.DONE, b.termination_detail
+        assert len(a.segments) == len(b.segments) == 1 and a.reward == b.reward
+        (s,), (t,) = a.segments, b.segments
+        assert (t.token_ids, t.loss_mask, t.versions) == (s.token_ids, s.loss_mask, s.versions)
+        assert max(abs(x - y) for x, y in zip(s.behaviour_logprobs, t.behaviour_logprobs, strict=True)) < 1e-4
+        assert [u.action_span for u in b.turns] == [u.action_span for u in a.turns]
