@@ -8,7 +8,8 @@
 
 Per package (its own RNG, seeded by (seed, package), so any subset regenerates identically):
 1. baseline: the package's suite runs twice in the sandbox under a probe that records each test's outcome,
-   duration and the package functions it calls. Kept tests passed both times, took < SLOW_S each time, are plain
+   duration and the package functions it calls (hash seeds 0 and 1, so an id that depends on set order shows
+   as missing once). Kept tests passed both times, took < SLOW_S each time, are plain
    test functions (the harness can check their code) and have printable ASCII ids; the rest (flaky, slow,
    unittest-style, failing here) are excluded. The kept tests must then pass under the grading harness itself.
 2. single bugs: mutation candidates (mutations.py: swe_lite's operators + swap_args, drop_branch,
@@ -200,13 +201,13 @@ class Generator:
         self.stats: dict[str, dict] = {}
 
     # ---- runs --------------------------------------------------------------------------------------
-    def _probe(self, pkg: Package) -> dict:
+    def _probe(self, pkg: Package, hash_seed: int) -> dict:
         self.sandbox.write_file("/workspace/probe.py", PROBE)
         roots = json.dumps(list(pkg.source))
         cmd = ["python3", "-B", "/workspace/probe.py", "/workspace/probe.json", roots, "-q", "-p", "no:cacheprovider",
                "-o", "addopts=", *pkg.tests]
         res = self.sandbox.exec(cmd, timeout=600, cwd=REPO,
-                                env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONHASHSEED": "0"})
+                                env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONHASHSEED": str(hash_seed)})
         try:
             return json.loads(self.sandbox.read_file("/workspace/probe.json", max_bytes=64 << 20))
         except Exception as e:
@@ -214,9 +215,12 @@ class Generator:
                                f"{res.output[-1500:]}") from e
 
     def baseline(self, pkg: Package, files: dict[str, str]) -> Baseline:
-        """Run the suite twice under the probe and once under the harness; keep the stable, fast, plain tests."""
+        """Run the suite twice under the probe (hash seeds 0 and 1) and once under the harness; keep the stable,
+        fast, plain tests."""
         setup_repo(self.sandbox, files, git=False)
-        runs = [self._probe(pkg)["tests"], self._probe(pkg)["tests"]]
+        # two hash seeds: a test whose id depends on set or dict order (grading's python -I draws its own seed)
+        # is missing from one of the runs, and excluded like a flaky one
+        runs = [self._probe(pkg, 0)["tests"], self._probe(pkg, 1)["tests"]]
         excluded: dict[str, int] = {}
         kept = []
         for node in sorted(set(runs[0]) | set(runs[1])):
@@ -255,7 +259,7 @@ class Generator:
             self.sandbox.write_file("/workspace/batch_spec.json", json.dumps(spec))
             res = self.sandbox.exec(["python3", "-B", "/workspace/batch.py", "/workspace/batch_spec.json"],
                                     timeout=MUTANT_S * len(chunk) + 120, cwd=REPO,
-                                    env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONHASHSEED": "0"})
+                                    env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONHASHSEED": str(hash_seed)})
             try:
                 results = json.loads(self.sandbox.read_file("/workspace/batch.json", max_bytes=64 << 20))
             except Exception as e:
