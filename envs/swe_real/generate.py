@@ -259,7 +259,7 @@ class Generator:
             self.sandbox.write_file("/workspace/batch_spec.json", json.dumps(spec))
             res = self.sandbox.exec(["python3", "-B", "/workspace/batch.py", "/workspace/batch_spec.json"],
                                     timeout=MUTANT_S * len(chunk) + 120, cwd=REPO,
-                                    env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONHASHSEED": str(hash_seed)})
+                                    env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONHASHSEED": "0"})
             try:
                 results = json.loads(self.sandbox.read_file("/workspace/batch.json", max_bytes=64 << 20))
             except Exception as e:
