@@ -41,6 +41,15 @@ def engine():
 
 
 @pytest.fixture(scope="module")
+def serial_engine():
+    """One request at a time: exact-equality tests must not see the float noise of different batchings (which can
+    flip a sampled token near a tie; bench/gateway_throughput.py shows it happening on either path)."""
+    eng = EmbeddedEngine("tiny", seed=0, max_batch_size=1)
+    yield eng
+    asyncio.run(eng.close())
+
+
+@pytest.fixture(scope="module")
 def renderer():
     return ChatRenderer(load_tokenizer("tiny"))
 
@@ -57,13 +66,13 @@ def episodes(engine, renderer, env_name: str, *, group_size: int = 2, seed: int 
                                      group_size=group_size, cfg=cfg))
 
 
-def test_an_agent_program_yields_trajectories_with_the_sessions_exact_tokens(engine, renderer, tmp_path):
+def test_an_agent_program_yields_trajectories_with_the_sessions_exact_tokens(serial_engine, renderer, tmp_path):
     """Guards the env path: a group of two episodes of a two-call agent gives two scored trajectories, one
     segment each, both calls as turns, the reward the program returned, gateway metrics, and no gateway left
     running; the same task seed reproduces the same samples (sessions seed each call like the agent loop)."""
     from agentrl.envs import external
 
-    name = agent_file(tmp_path, TWO_CALLS)
+    engine, name = serial_engine, agent_file(tmp_path, TWO_CALLS)
     trajs = episodes(engine, renderer, name)
     assert [t.termination for t in trajs] == [TerminationReason.DONE] * 2, [t.termination_detail for t in trajs]
     for t in trajs:
@@ -73,11 +82,8 @@ def test_an_agent_program_yields_trajectories_with_the_sessions_exact_tokens(eng
         assert t.num_action_tokens == sum(b - a for a, b in (turn.action_span for turn in t.turns))
         assert t.reward == len(t.turns[-1].action_text.removesuffix("<|im_end|>")) % 2
     assert trajs[0].segments[0].token_ids != trajs[1].segments[0].token_ids  # members sample differently
-    again = episodes(engine, renderer, name)  # batched differently: the same ids, logprobs equal to float noise
-    for t, u in zip(trajs, again, strict=True):
-        (s,), (r,) = t.segments, u.segments
-        assert (r.token_ids, r.loss_mask, r.versions) == (s.token_ids, s.loss_mask, s.versions)
-        assert max(abs(x - y) for x, y in zip(r.behaviour_logprobs, s.behaviour_logprobs, strict=True)) < 1e-4
+    again = episodes(engine, renderer, name)
+    assert [t.segments for t in again] == [t.segments for t in trajs]
     assert external._gateways == {}
     stats = summarize(trajs)
     assert stats["gateway/prefix_mismatch_rate"] == 0.0 and stats["gateway/segments_mean"] == 1.0
@@ -234,13 +240,13 @@ async def run(task, client):
 '''
 
 
-def test_an_env_played_through_the_gateway_gives_the_agent_loops_trajectory(engine, renderer, tmp_path):
+def test_an_env_played_through_the_gateway_gives_the_agent_loops_trajectory(serial_engine, renderer, tmp_path):
     """The gateway is the agent loop turned inside out: the same env played by the in-process agent loop and by
     an OpenAI-style program through the gateway, with the same task and sampling seeds, gives the same token
-    ids, loss masks and rewards (logprobs equal up to float noise from batching)."""
+    ids, loss masks, logprobs and rewards."""
     from agentrl.envs.external import load_agent
 
-    name = agent_file(tmp_path, ENV_AS_AGENT)
+    engine, name = serial_engine, agent_file(tmp_path, ENV_AS_AGENT)
     module, _ = load_agent(name.removeprefix("external:"))
     cfg = LoopConfig(max_new_tokens=6, max_context_tokens=512, max_turns=5, timeout_s=60)
 
@@ -253,7 +259,5 @@ def test_an_env_played_through_the_gateway_gives_the_agent_loops_trajectory(engi
     for a, b in zip(loop, gateway, strict=True):
         assert a.termination is b.termination is TerminationReason.DONE, b.termination_detail
         assert len(a.segments) == len(b.segments) == 1 and a.reward == b.reward
-        (s,), (t,) = a.segments, b.segments
-        assert (t.token_ids, t.loss_mask, t.versions) == (s.token_ids, s.loss_mask, s.versions)
-        assert max(abs(x - y) for x, y in zip(s.behaviour_logprobs, t.behaviour_logprobs, strict=True)) < 1e-4
+        assert b.segments == a.segments
         assert [u.action_span for u in b.turns] == [u.action_span for u in a.turns]
