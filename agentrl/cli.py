@@ -58,15 +58,31 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from agentrl.sandboxes import reaper
 
-    reaper.install_sigterm_hook()  # a SIGTERM removes the sandboxes this process made, in any thread
+    # SIGTERM acts as Ctrl-C (the command unwinds and says how to resume; exit 143), and no sandbox this process
+    # made, in any thread and those still being created included, outlives it (reaper.cleanup_own at exit)
+    reaper.install_sigterm_hook(interrupt=True)
     try:
         return int(args._module.run(args) or 0)
     except AgentRLError as e:
         print(f"agentrl {args.command}: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(f"agentrl {args.command}: interrupted", file=sys.stderr)
-        return 130
+        print(f"agentrl {args.command}: {interrupted_how()}", file=sys.stderr)
+        return interrupted_status()
+
+
+def interrupted_how() -> str:
+    """'terminated (SIGTERM)' or 'interrupted', for the line a command prints when it is stopped."""
+    from agentrl.sandboxes import reaper
+
+    return "terminated (SIGTERM)" if reaper.terminated else "interrupted"
+
+
+def interrupted_status() -> int:
+    """The exit status of a stopped command: 143 after SIGTERM, 130 after Ctrl-C (128 + the signal number)."""
+    from agentrl.sandboxes import reaper
+
+    return 143 if reaper.terminated else 130
 
 
 if __name__ == "__main__":

@@ -128,10 +128,11 @@ class BwrapSandbox(FileOpsMixin):
         self.uid, self._slot_fd = _claim_slot()
         self.dir = reaper.BWRAP_DIR / self.id
         self.mnt = self.dir / "mnt"
-        self.dir.mkdir(parents=True)
-        os.chmod(reaper.BWRAP_DIR, 0o755)
-        (self.dir / "owner.json").write_text(json.dumps(reaper.owner_labels(c.ttl_s)))
-        reaper.track(self)
+        with reaper.creating("bwrap"):  # counted until tracked: an exit cleanup waits for it, then lists leftovers
+            self.dir.mkdir(parents=True)
+            os.chmod(reaper.BWRAP_DIR, 0o755)
+            (self.dir / "owner.json").write_text(json.dumps(reaper.owner_labels(c.ttl_s)))
+            reaper.track(self)  # removes it again and raises when the process is shutting down
         try:
             self.mnt.mkdir()
             _mount_tmpfs(self.mnt / "workspace", c.workspace_mb, self.uid, 0o755)

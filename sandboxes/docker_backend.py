@@ -106,8 +106,17 @@ class DockerSandbox(FileOpsMixin):
         self.uses = 0
         self._closed = False
         self._filter = seccomp.build_filter()  # UnsupportedArch before any container: no filter, no sandbox
+        with reaper.creating("docker"):  # counted until tracked: an exit cleanup waits for it, then lists leftovers
+            self._create_and_start(docker, c)
+        if self.image not in _filter_checked:
+            self._check_filter()
+            _filter_checked.add(self.image)
+
+    def _create_and_start(self, docker, c: SandboxConfig) -> None:
+        """Create the container, track it, then start it: a container whose start fails (or that is made while
+        the process shuts down) is removed at once instead of staying behind as `Created`."""
         try:
-            container = self.client.containers.run(
+            container = self.client.containers.create(
                 self.image, command=["sleep", str(int(c.ttl_s))], detach=True, init=True, auto_remove=True,
                 name=f"agentrl-{reaper.SESSION_ID}-{uuid.uuid4().hex[:8]}", user=f"{c.keepalive_uid}:{c.keepalive_uid}",
                 labels=self.labels, network_mode="none", mem_limit=f"{c.memory_mb}m", memswap_limit=f"{c.memory_mb}m",
@@ -120,10 +129,15 @@ class DockerSandbox(FileOpsMixin):
         except docker.errors.DockerException as e:
             raise SandboxError(f"could not start a sandbox from {self.image}: {str(e)[:300]}") from e
         self.id = container.id
-        reaper.track(self)
-        if self.image not in _filter_checked:
-            self._check_filter()
-            _filter_checked.add(self.image)
+        reaper.track(self)  # removes it again and raises when the process is shutting down
+        try:
+            container.start()
+        except docker.errors.DockerException as e:
+            self.close()
+            raise SandboxError(f"could not start a sandbox from {self.image}: {str(e)[:300]}") from e
+        except BaseException:
+            self.close()
+            raise
 
     def _check_filter(self) -> None:
         """Refuse (and remove the container) if an exec cannot load the seccomp filter in this image (the loader

@@ -178,7 +178,7 @@ class SandboxPool:
         with self._lock:
             self._closed = True
             free, self._free = self._free, []
-        self._bg.shutdown(wait=True)
+        self._bg.shutdown(wait=True, cancel_futures=True)  # queued refills never start; running ones finish
         for sb in free + self._free + list(self._claimed.values()):
             sb.close()
         self._free = []

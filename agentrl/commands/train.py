@@ -50,25 +50,25 @@ def resolve(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
-    """Resolve the config, preflight the env, and run the loop; Ctrl-C says how to continue."""
+    """Resolve the config, preflight the env, and run the loop; Ctrl-C or SIGTERM says how to continue."""
     cfg = resolve(args)
     if cfg is None:
         return 0
+    from agentrl.cli import interrupted_how, interrupted_status
     from agentrl.preflight import preflight
-
-    preflight(cfg)
     from agentrl.trainer.loop import resolve_run_dir, train
 
     run_dir = resolve_run_dir(cfg, args.resume)
     if not args.resume:  # pin the folder name now, so the resume hint below names the run that was written
         cfg.trainer.run_dir = str(run_dir)
     try:
+        preflight(cfg)
         train(cfg, resume=args.resume, init_from=args.init_from)
     except KeyboardInterrupt:
         if (run_dir / "checkpoints").is_dir():
             hint = f"continue from its last checkpoint with: agentrl train --resume {run_dir}"
         else:
             hint = "no checkpoint was written yet, so there is nothing to resume"
-        print(f"agentrl train: interrupted; run {run_dir}: {hint}", file=sys.stderr)
-        return 130
+        print(f"agentrl train: {interrupted_how()}; run {run_dir}: {hint}", file=sys.stderr)
+        return interrupted_status()
     return 0
