@@ -47,7 +47,7 @@ from agentrl.envs.swe_real.packages import Package, load_packages, snapshot_file
 from agentrl.envs.swe_real.tasks import DEFAULT_TASKS, load_real, record_of, write_records
 
 GENERATOR_VERSION = "1"
-MAX_F2P = 12
+MAX_F2P = 30  # real suites parametrize one function over many cases: a bug often fails dozens
 PER_PACKAGE = 20  # single-bug tasks per package at most
 PAIRS = 3  # two-bug tasks per package at most
 PER_FUNCTION = 2
