@@ -57,6 +57,10 @@ class Package:
     """Paths (files or folders) of the package's code: where bugs are planted and what the agent may edit."""
     tests: tuple[str, ...]
     keep: tuple[str, ...]
+    exclude: tuple[str, ...] = ()
+    """Test files never used, with the reason in packages.json's `why` (e.g. doctests that set builtins._, which
+    the grading harness reads as tampering)."""
+    why: str = ""
 
     @property
     def slug(self) -> str:
@@ -77,8 +81,8 @@ class Package:
 def load_packages(path: str | os.PathLike = PACKAGES_FILE) -> list[Package]:
     """The pinned packages, in file order."""
     records = json.loads(Path(path).read_text())
-    return [Package(**{**r, "source": tuple(r["source"]), "tests": tuple(r["tests"]), "keep": tuple(r["keep"])})
-            for r in records]
+    return [Package(**{**r, "source": tuple(r["source"]), "tests": tuple(r["tests"]), "keep": tuple(r["keep"]),
+                       "exclude": tuple(r.get("exclude", ()))}) for r in records]
 
 
 def package_named(name: str) -> Package:
