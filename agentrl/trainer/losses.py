@@ -21,28 +21,24 @@ from typing import Protocol
 import torch
 from torch import Tensor
 
-from agentrl.config import AlgoConfig
 from agentrl.trainer.kl import kl_estimate
 from agentrl.trainer.packed import masked, traj_count, traj_sum
-
-
-def _algo_default(key: str):
-    """The run config's default for algo.<key>: config.py is the one home of every default."""
-    return AlgoConfig.model_fields[key].get_default(call_default_factory=True)
 
 
 @dataclass(frozen=True)
 class LossConfig:
     """Hyperparameters of the policy losses; defaults are docs/algorithms.md §11 (DAPO clip-higher + dual-clip).
 
-    eps_low/eps_high default to PPO's preset (per-loss presets live in LOSS_SPECS); the shared knobs
-    (dual clip, KL) default to the run config's algo section."""
+    eps_low/eps_high default to PPO's preset (per-loss presets live in LOSS_SPECS); the shared knobs (dual clip,
+    KL) default to the values of the run config's algo section, which `update.update_config_from` passes in for
+    every run (this module does not import the config, which imports LOSS_SPECS to check reductions;
+    tests/trainer/test_update.py checks the two agree)."""
 
     eps_low: float = 0.2
     """Lower clip range: ratio ≥ 1 − eps_low. CISPO's canonical eps_low = 1 (no lower bound)."""
     eps_high: float = 0.28
     """Upper clip range: ratio ≤ 1 + eps_high (clip-higher, DAPO 0.28). CISPO uses it as the weight cap − 1."""
-    dual_clip_c: float | None = _algo_default("dual_clip_c")
+    dual_clip_c: float | None = 3.0
     """Dual-clip c > 1 for A < 0 (verl clip_ratio_c = 3); None disables it. PPO only."""
     log_ratio_clamp: float = 20.0
     """|lp_θ − lp_old| is clamped here before exp (verl, slime)."""
@@ -52,9 +48,9 @@ class LossConfig:
     """DPPO: probability-difference trust region (prime-rl 0.2)."""
     dppo_kl_tau: float = 1e-3
     """DPPO: coefficient of the (log ρ)² term (prime-rl kl_tau)."""
-    kl_coef: float = _algo_default("kl_coef")
+    kl_coef: float = 0.0
     """β of the KL-to-reference loss term; 0 disables it (TRL beta=0; verl kl_loss_coef 0.001 when used)."""
-    kl_estimator: str = _algo_default("kl_estimator")
+    kl_estimator: str = "k3"
     """KL estimator for the reference term: k1, k2, k3 (kl.py)."""
 
     @staticmethod

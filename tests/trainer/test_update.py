@@ -177,8 +177,9 @@ def test_gspo_with_token_mean_is_refused_at_config_load(tmp_path):
     _cfg(tmp_path, "algo.loss=gspo", "algo.reduction=seq-mean-token-mean")  # the one it needs is accepted
 
 
-def test_trainer_dataclass_defaults_come_from_the_config():
-    """One home for defaults: the math-level dataclasses read the run config's algo defaults."""
+def test_trainer_dataclass_defaults_agree_with_the_config():
+    """The math-level dataclasses' defaults are the run config's algo defaults (corrections reads them from the
+    config; losses states them, as the config imports it): a run built from defaults sees the same values."""
     from agentrl.config import AlgoConfig
     from agentrl.trainer.corrections import CorrectionConfig
     from agentrl.trainer.losses import LossConfig
