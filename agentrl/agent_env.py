@@ -226,6 +226,7 @@ def check_env(env: Any, *, expert_steps: int = 50, strict: bool = True) -> None:
     Runs gymnasium's `check_env` (its render checks skipped: text envs do not render; with `strict`, its
     warnings count as failures), then the agentrl checks: tool specs, reset/step return shapes, a format-error
     step, areset/astep, the scripted expert (if any) reaching `terminated` within `expert_steps`, close twice.
+    Prints one line saying what passed when every check does.
 
     Args:
         env: the environment (an AgentEnv; `agentrl.make` returns one; a `gymnasium.make` wrapper is unwrapped).
@@ -274,8 +275,11 @@ def check_env(env: Any, *, expert_steps: int = 50, strict: bool = True) -> None:
 
     env.reset(seed=0)
     action = env.expert_action()
+    expert = "no scripted expert (expert_action() is None: no warm start)"
     if action is not None:
+        n = 0
         for _ in range(expert_steps):
+            n += 1
             _check(isinstance(action, str), f"{name}.expert_action() must return str or None, got {type(action).__name__}")
             messages, reward, terminated, truncated, info = env.step(action)
             _check(not info.get("format_error"), f"{name}: the expert's action {action!r} is a format error: {messages}")
@@ -283,5 +287,8 @@ def check_env(env: Any, *, expert_steps: int = 50, strict: bool = True) -> None:
                 break
             action = env.expert_action()
         _check(terminated, f"{name}: the scripted expert did not finish an episode within {expert_steps} steps")
+        expert = f"the scripted expert finished an episode in {n} step{'s' * (n > 1)} (reward {reward:g})"
     env.close()
     env.close()
+    print(f"check_env: {name} passed: tools, reset/step shapes, gymnasium's checker, a format-error step, "
+          f"areset/astep, close twice; {expert}", flush=True)

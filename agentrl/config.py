@@ -448,13 +448,23 @@ def _merge(base: dict, extra: dict) -> dict:
     return out
 
 
+def yaml_problem(path: Path, e: yaml.YAMLError) -> str:
+    """One line for a YAML syntax error that names the file and the line:column (PyYAML itself says
+    '<unicode string>' and spreads the message over several lines)."""
+    mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
+    where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
+    what = " ".join(str(getattr(e, "problem", None) or e).split())
+    context = getattr(e, "context", None)
+    return f"{where}: not valid YAML: {what}" + (f" ({' '.join(str(context).split())})" if context else "")
+
+
 def _read_yaml(path: Path) -> dict:
     try:
         data = yaml.safe_load(path.read_text()) or {}
     except OSError as e:
         raise ConfigError(f"cannot read config file {path}: {e.strerror}") from None
     except yaml.YAMLError as e:
-        raise ConfigError(f"{path} is not valid YAML: {e}") from None
+        raise ConfigError(yaml_problem(path, e)) from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping of sections at the top level, got {type(data).__name__}")
     return data

@@ -1,6 +1,7 @@
 """`agentrl plot RUN_DIR`: a PNG dashboard of a run's metrics.jsonl (reward, entropy, KL, IS weights, clip
-fractions, lengths, zero-std groups, termination mix, time per phase). Skipped steps (no optimizer step) are
-shaded red on every panel, and the title counts them by reason."""
+fractions, lengths, zero-std groups, masked share, termination mix, time per phase). Skipped steps (no optimizer
+step) are shaded red on every panel, and the title counts them by reason. Steps are numbered from 1, as in the
+console, metrics.jsonl, TensorBoard, samples/ and the checkpoints."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ PANELS: list[tuple[str, list[str]]] = [
     ("clip / rejection fractions", ["actor/pg_clipfrac", "actor/pg_clipfrac_lower", "mismatch/rs_masked_frac_traj"]),
     ("lengths", ["rollout/action_tokens_mean", "rollout/tokens_mean", "rollout/turns_mean"]),
     ("zero-std groups", ["rollout/zero_std_frac"]),
+    ("masked share (episodes not trained on)", ["rollout/masked_share"]),
     ("termination mix", ["termination/"]),
     ("time per phase (s)", ["timing/"]),
 ]
@@ -39,6 +41,29 @@ def read_metrics(run_dir: str | Path) -> list[dict]:
     return rows
 
 
+def panel_series(rows: list[dict]) -> list[tuple[str, dict[str, tuple[list[int], list[float]]]]]:
+    """What each panel draws, in PANELS order: (title, {line name: (steps, values)}). Steps are the records'
+    own numbers (from 1; a metrics.jsonl of an older agentrl, whose steps start at 0, is shifted by one), and
+    rollout/masked_share is derived as rollout/masked_episodes / rollout/episodes."""
+    shift = 1 if rows and rows[0].get("step") == 0 else 0
+    steps = [r["step"] + shift for r in rows]
+    rows = [{**r, "rollout/masked_share": r["rollout/masked_episodes"] / r["rollout/episodes"]}
+            if r.get("rollout/episodes") and "rollout/masked_episodes" in r else r for r in rows]
+    panels = []
+    for title, keys in PANELS:
+        names = sorted({k for r in rows for k in r if any(k == p or (p.endswith("/") and k.startswith(p)) for p in keys)})
+        lines = {}
+        for name in names:
+            ys = [r.get(name) for r in rows]
+            if all(y is None or y == 0 for y in ys) and title in ("termination mix",):
+                continue
+            xs = [s for s, y in zip(steps, ys, strict=True) if isinstance(y, (int, float))]
+            if xs:
+                lines[name] = (xs, [y for y in ys if isinstance(y, (int, float))])
+        panels.append((title, lines))
+    return panels
+
+
 def plot_run(run_dir: str | Path, out: str | Path | None = None) -> Path:
     """Write the dashboard PNG (default run_dir/dashboard.png) and return its path."""
     import matplotlib
@@ -48,21 +73,14 @@ def plot_run(run_dir: str | Path, out: str | Path | None = None) -> Path:
 
     rows = read_metrics(run_dir)
     out = Path(out) if out else Path(run_dir) / "dashboard.png"
-    fig, axes = plt.subplots(3, 3, figsize=(15, 11))
-    steps = [r["step"] + 1 for r in rows]
-    skipped = {r["step"] + 1: skip_reason(r) for r in rows if skip_reason(r)}
-    for ax, (title, keys) in zip(axes.flat, PANELS, strict=True):
+    fig, axes = plt.subplots(2, 5, figsize=(25, 9))
+    shift = 1 if rows and rows[0].get("step") == 0 else 0
+    skipped = {r["step"] + shift: skip_reason(r) for r in rows if skip_reason(r)}
+    for ax, (title, lines) in zip(axes.flat, panel_series(rows), strict=True):
         for s in skipped:
             ax.axvspan(s - 0.5, s + 0.5, color="red", alpha=0.12, lw=0)
-        names = sorted({k for r in rows for k in r if any(k == p or (p.endswith("/") and k.startswith(p)) for p in keys)})
-        for name in names:
-            ys = [r.get(name) for r in rows]
-            if all(y is None or y == 0 for y in ys) and title in ("termination mix",):
-                continue
-            xs = [s for s, y in zip(steps, ys, strict=True) if isinstance(y, (int, float))]
-            ys = [y for y in ys if isinstance(y, (int, float))]
-            if xs:
-                ax.plot(xs, ys, marker="o", ms=3, label=name.split("/", 1)[-1])
+        for name, (xs, ys) in lines.items():
+            ax.plot(xs, ys, marker="o", ms=3, label=name.split("/", 1)[-1])
         ax.set_title(title)
         ax.set_xlabel("step")
         ax.grid(alpha=0.3)

@@ -3,10 +3,12 @@
 A run whose env cannot be built used to "train" anyway: every episode ended as a masked env error, a
 checkpoint was written and the command exited 0. `preflight` builds one env with the resolved kwargs
 (checked against the class signature first), resets it and takes the scripted expert's first step where the
-env has one, and turns any failure into one line naming the config key, e.g.
+env has one, and turns any failure into one line: under the config key when it is one (a bad kwarg, or an
+AgentRLError the env raises about what it was given), else as the env's own error, with where it was raised:
 
     env.kwargs.taks is not an argument of SweLiteEnv (did you mean "tasks"?); it takes: tasks, split, ...
-    env.kwargs: swe_lite failed at reset: TaskError: ...: missing required field(s) problem_statement
+    env.kwargs: env 'swe_lite' failed at reset with env.kwargs={...}: TaskError: ...: missing required field(s) ...
+    env 'my_pkg.envs:MyEnv' failed at reset: KeyError: 'prompt' (raised at my_pkg/envs.py:42 in reset; the env's own error with env.kwargs={})
 
 `agentrl train` and `agentrl sft` call `preflight` before they load a model; `agentrl eval` checks its
 kwargs against the signature and builds and resets one env (`try_factory`) before any episode.
@@ -28,6 +30,33 @@ def _one_line(text: str, limit: int = 400) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _raised_at(e: BaseException) -> str:
+    """Where `e` was raised: 'path:line in function' of the innermost frame (path relative to the cwd if below it)."""
+    import os
+
+    tb = e.__traceback__
+    if tb is None:
+        return "an unknown place"
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    path = tb.tb_frame.f_code.co_filename
+    rel = os.path.relpath(path) if os.path.isabs(path) else path
+    return f"{path if rel.startswith('..') else rel}:{tb.tb_lineno} in {tb.tb_frame.f_code.co_name}"
+
+
+def failure_message(e: BaseException, *, name: str, stage: str, key: str, kwargs: dict[str, Any] | None) -> str:
+    """One line for an env that failed in a preflight. An AgentRLError is the env reporting a problem with what
+    it was given (a task file, a split), so it is put under the config key; any other exception is the env's own
+    error, reported as such with where it was raised (the kwargs are shown, not blamed)."""
+    from agentrl.errors import AgentRLError
+
+    cause = f"{type(e).__name__}: {_one_line(e)}"
+    given = f" with {key}={kwargs!r}" if kwargs is not None else ""
+    if isinstance(e, AgentRLError):
+        return f"{key}: env {name!r} failed at {stage}{given}: {cause}"
+    return f"env {name!r} failed at {stage}: {cause} (raised at {_raised_at(e)}; the env's own error{given})"
+
+
 def try_env(name: str, kwargs: dict[str, Any], *, key: str = "env.kwargs", expert_step: bool = True) -> None:
     """Build env `name` with `kwargs`, reset it (seed 0) and run the expert's first action if it has one.
 
@@ -46,9 +75,8 @@ def try_env(name: str, kwargs: dict[str, Any], *, key: str = "env.kwargs", exper
             action = env.expert_action()
             if action is not None:
                 env.step(action)
-    except Exception as e:  # noqa: BLE001 - every failure here is reported as the config problem it is
-        raise PreflightError(f"{key}: env {name!r} failed at {stage} with {key}={kwargs!r}: "
-                             f"{type(e).__name__}: {_one_line(e)}") from None
+    except Exception as e:  # noqa: BLE001 - every failure here is reported, as a config problem or the env's own
+        raise PreflightError(failure_message(e, name=name, stage=stage, key=key, kwargs=kwargs)) from None
     finally:
         if env is not None:
             try:
@@ -64,8 +92,8 @@ def try_factory(factory, *, key: str, label: str, seed: int | None = 0, options:
         env = factory()
         stage = "reset"
         env.reset(seed=seed, options=options or None)
-    except Exception as e:  # noqa: BLE001 - reported as the config problem it is
-        raise PreflightError(f"{key}: env {label!r} failed at {stage}: {type(e).__name__}: {_one_line(e)}") from None
+    except Exception as e:  # noqa: BLE001 - reported, as a config problem or the env's own
+        raise PreflightError(failure_message(e, name=label, stage=stage, key=key, kwargs=None)) from None
     finally:
         if env is not None:
             try:

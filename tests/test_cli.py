@@ -104,13 +104,13 @@ def test_bare_resume_continues_the_run_with_its_own_config(tmp_path, capsys):
     shutil.copytree(full, run)
     shutil.rmtree(run / "checkpoints" / "step_000002")
     lines = (full / "trajectories.jsonl").read_text().splitlines()
-    (run / "trajectories.jsonl").write_text("".join(x + "\n" for x in lines if json.loads(x)["metrics"]["train/step"] == 0))
+    (run / "trajectories.jsonl").write_text("".join(x + "\n" for x in lines if json.loads(x)["metrics"]["train/step"] == 1))
     saved = (run / "config.yaml").read_text()
     capsys.readouterr()
 
     assert main(["train", "--resume", str(run)]) == 0
     assert "agentrl train test_cli_parity" in capsys.readouterr().err
-    assert _rows(run, 1) == _rows(full, 1) and _rows(run, 1) != _rows(run, 0)
+    assert _rows(run, 2) == _rows(full, 2) and _rows(run, 2) != _rows(run, 1)
     assert sorted(p.name for p in (run / "checkpoints").iterdir()) == ["step_000001", "step_000002"]
     assert (run / "config.yaml").read_text() == saved
 
@@ -147,7 +147,8 @@ def test_resume_refuses_unsafe_overrides_naming_the_key(tmp_path, capsys):
 @pytest.mark.parametrize(("argv", "expected"), [
     (["--env", "swe_lite", "env.kwargs.taks=1"], 'env.kwargs.taks is not an argument of SweLiteEnv (did you mean "tasks"?)'),
     (["--env", "tests.test_cli:ParityEnv", "env.kwargs.prefx=hi"], 'env.kwargs.prefx is not an argument of ParityEnv'),
-    (["--env", "tests.test_cli:BrokenResetEnv"], "env.kwargs: env 'tests.test_cli:BrokenResetEnv' failed at reset"),
+    (["--env", "tests.test_cli:BrokenResetEnv"], "env 'tests.test_cli:BrokenResetEnv' failed at reset: "
+                                                 "FileNotFoundError: tasks.jsonl (raised at tests/test_cli.py:"),
 ])
 def test_train_preflight_stops_a_run_whose_env_cannot_run(tmp_path, capsys, argv, expected):
     """Guards runs that 'trained' on 100% masked env errors and exited 0: the env is built, reset and stepped
@@ -208,3 +209,138 @@ def test_ctrl_c_during_train_says_how_to_resume(tmp_path):
             proc.kill()
     assert proc.returncode == 130, err
     assert f"continue from its last checkpoint with: agentrl train --resume {run}" in err
+
+
+# ---- small traps a newcomer hit (issue 36 item 7): each one line, exit 2, no traceback ---------------------
+
+def test_print_config_says_what_it_prints_and_round_trips(tmp_path):
+    """Guards bare YAML from --print-config: a header comment says what it is and how to use it, and the YAML
+    under it, saved and passed back as --config, resolves to the same config."""
+    r = _run("train", "--env", "calc", "trainer.steps=3", "--print-config")
+    assert r.returncode == 0, r.stderr
+    head = r.stdout.splitlines()[:2]
+    assert head[0].startswith("# agentrl train: the resolved config of this command for env 'calc', from the "
+                              "defaults < configs/calc.yaml < the command-line overrides"), head
+    assert head[1].startswith("# Every key is documented in agentrl/config.py") and "--config FILE" in head[1]
+    (tmp_path / "c.yaml").write_text(r.stdout)
+    again = _run("train", "--config", str(tmp_path / "c.yaml"), "--print-config")
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.splitlines()[2:] == r.stdout.splitlines()[2:]
+    assert "steps: 3" in r.stdout
+
+
+def test_eval_requires_env_instead_of_assuming_swe_lite():
+    r = _run("eval", "--oracle", "gold")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert "the following arguments are required: --env" in r.stderr
+
+
+def test_an_envs_own_exception_in_preflight_is_the_envs_error_not_a_kwargs_problem(tmp_path):
+    """Guards 'env.kwargs: env ... failed at reset' for an env whose own code raised (no kwargs were given): the
+    line names the env, the stage, the exception and where it was raised, and blames no config key."""
+    r = _run("train", "--env", "tests.test_cli:BrokenResetEnv", *TINY_RUN, f"trainer.run_dir={tmp_path / 'run'}")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr
+    assert "agentrl train: error: env 'tests.test_cli:BrokenResetEnv' failed at reset: FileNotFoundError: " \
+           "tasks.jsonl (raised at tests/test_cli.py:" in r.stderr, r.stderr
+    assert "in reset; the env's own error with env.kwargs={})" in r.stderr and "error: env.kwargs:" not in r.stderr
+    r = _run("eval", "--env", "tests.test_cli:BrokenResetEnv", "--oracle", "expert", "--out", str(tmp_path / "r.jsonl"))
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert r.stderr.startswith("agentrl eval: error: env 'tests.test_cli:BrokenResetEnv' failed at reset: "
+                               "FileNotFoundError: tasks.jsonl (raised at tests/test_cli.py:"), r.stderr
+
+
+def test_invalid_yaml_names_the_file_and_the_line(tmp_path):
+    """Guards '<unicode string>' and a five-line PyYAML message for a config file with a syntax error."""
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("trainer:\n  lr: [1e-6\n")
+    r = _run("train", "--env", "calc", "--config", str(bad), "--print-config")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert f"agentrl train: error: {bad}:3:1: not valid YAML: expected ',' or ']'" in r.stderr, r.stderr
+    assert "<unicode string>" not in r.stderr
+
+
+def test_a_missing_init_from_path_is_said_to_be_missing(tmp_path):
+    """Guards "unknown model '/x': not a local directory, not a hub id ..." for a mistyped checkpoint path."""
+    missing = tmp_path / "runs" / "sft" / "checkpoints" / "step_000000"
+    r = _run("train", "--env", "tests.test_cli:ParityEnv", *TINY_RUN, f"trainer.run_dir={tmp_path / 'run'}",
+             "--init-from", str(missing))
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert f"--init-from {missing}: {missing} does not exist" in r.stderr and "unknown model" not in r.stderr
+    assert not (tmp_path / "run").exists()
+
+
+def test_check_env_says_what_passed(tmp_path):
+    """Guards a silent check_env: the README's custom env, checked as the README says, prints one success line."""
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    code = "import agentrl, examples.custom_env; agentrl.check_env(agentrl.make('guess'))"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=repo)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("check_env: GuessEnv passed: tools, reset/step shapes, gymnasium's checker, "
+                               "a format-error step, areset/astep, close twice; the scripted expert finished an "
+                               "episode in "), r.stdout
+
+
+class ConstantEnv(ParityEnv):
+    """Every reply scores 1: every group's rewards are equal, so dynamic sampling drops and resamples each one."""
+
+    def step(self, action):
+        return [], 1.0, True, False, {}
+
+
+def test_a_run_in_which_no_step_trained_exits_1_and_says_why_its_episodes_grew(tmp_path):
+    """Guards exit 0 with 'done' and a checkpoint of the initial weights when every step was SKIPPED, and the
+    progress total growing 4 → 12 episodes (dynamic sampling's resamples) without a word."""
+    run = tmp_path / "run"
+    r = _run("train", "--env", "tests.test_cli:ConstantEnv", *TINY_RUN, f"trainer.run_dir={run}")
+    err = " ".join(r.stderr.split())  # the console wraps long lines
+    assert r.returncode == 1, r.stderr
+    assert "agentrl train: error: no step trained: all 2 steps were SKIPPED (2× no trainable group: 0 of 12 " \
+           "episodes masked, 6 groups sampled (100% dropped)); every group's rewards were equal" in err, err
+    assert "nothing trained: checkpoint" in err and "done:" not in err and "Traceback" not in err
+    assert "(4 → 12 episodes: resampled groups with equal rewards (dynamic sampling))" in err, err
+    assert "step 2/2 rollout: 12/12 episodes" in err, err
+    first = next(line for line in r.stderr.splitlines() if line.startswith("step 1/2 rollout:"))
+    assert first.startswith("step 1/2 rollout: 0/4 episodes") and "→" not in first, first  # no note before a resample
+
+
+class FlakyToolEnv(ParityEnv):
+    """ParityEnv whose tool fails on replies of a length divisible by 3: those episodes end as masked env errors."""
+
+    def step(self, action):
+        if len(action) % 3 == 0:
+            raise RuntimeError("flaky tool")
+        return super().step(action)
+
+
+def test_steps_are_numbered_from_1_in_every_output(tmp_path):
+    """Guards step 1 in the console, dashboard and checkpoints being step 0 in metrics.jsonl, TensorBoard,
+    samples/ and trajectories.jsonl: one run, every place it writes a step number."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from agentrl.plot import panel_series, read_metrics
+
+    run = tmp_path / "run"
+    r = _run("train", "--env", "tests.test_cli:FlakyToolEnv", *TINY_RUN, f"trainer.run_dir={run}",
+             "trainer.tensorboard=true", "trainer.sample_every=1", "trainer.max_masked_frac=1")
+    assert r.returncode == 0, r.stderr
+    summaries = [line.split(":")[0] for line in r.stderr.splitlines() if line.startswith("step ") and ": reward" in line]
+    assert summaries == ["step 1", "step 2"], r.stderr
+    assert [row["step"] for row in read_metrics(run)] == [1, 2]
+    tb = EventAccumulator(str(run / "tb"))
+    tb.Reload()
+    assert {e.step for e in tb.Scalars("rollout/reward_mean")} == {1, 2}
+    assert sorted(p.name for p in (run / "samples").iterdir()) == ["step_000001.txt", "step_000002.txt"]
+    assert sorted(p.name for p in (run / "checkpoints").iterdir()) == ["step_000001", "step_000002"]
+    trajs = [json.loads(x) for x in (run / "trajectories.jsonl").read_text().splitlines()]
+    assert {t["metrics"]["train/step"] for t in trajs} == {1, 2}
+    panels = dict(panel_series(read_metrics(run)))
+    assert panels["reward"]["rollout/reward_mean"][0] == [1, 2]
+    # the dashboard's masked-share panel: per step, the share of its episodes that ended masked
+    share = [sum(t["termination"] == "env_error" for t in trajs if t["metrics"]["train/step"] == n)
+             / sum(t["metrics"]["train/step"] == n for t in trajs) for n in (1, 2)]
+    assert 0 < max(share) < 1, share
+    assert panels["masked share (episodes not trained on)"]["rollout/masked_share"] == ([1, 2], share)
+    plot = _run("plot", str(run))
+    assert plot.returncode == 0 and (run / "dashboard.png").stat().st_size > 0, plot.stderr

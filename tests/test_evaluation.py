@@ -130,12 +130,12 @@ def test_eval_command_refuses_bad_combinations(tmp_path):
 
     parser = argparse.ArgumentParser()
     command.add_arguments(parser)
-    for argv, message in [(["--oracle", "gold", "--model", "tiny"], "either --model or --oracle"),
+    for argv, message in [(["--env", "swe_lite", "--oracle", "gold", "--model", "tiny"], "either --model or --oracle"),
                           (["--env", "calc", "--oracle", "gold"], "--oracle gold is not offered by env 'calc'"),
                           (["--env", "calc", "--env-kwargs", '{"difficult": 2}', "--oracle", "expert"],
                            "--env-kwargs.difficult is not an argument of CalcEnv"),
-                          (["--samples", "0"], "--samples must be at least 1"),
-                          (["--snapshots", "x"], "--snapshots needs --tasks")]:
+                          (["--env", "swe_lite", "--samples", "0"], "--samples must be at least 1"),
+                          (["--env", "swe_lite", "--snapshots", "x"], "--snapshots needs --tasks")]:
         with pytest.raises(AgentRLError, match=message):
             command.run(parser.parse_args([*argv, "--out", str(tmp_path / "x.jsonl")]))
 

@@ -28,7 +28,8 @@ from agentrl.errors import AgentRLError
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of `agentrl eval`."""
-    parser.add_argument("--env", default="swe_lite", help="registered env name or module:Class (default swe_lite)")
+    parser.add_argument("--env", required=True,
+                        help="registered env name (see 'agentrl envs') or module:Class; required: no env is assumed")
     parser.add_argument("--model", default=None,
                         help="model name or directory for the embedded engine, or SGLang server URL(s), comma-separated "
                              "(default: smollm2-135m-instruct)")

@@ -44,9 +44,42 @@ def resolve(args: argparse.Namespace):
         cfg = load_config(args.env, args.config, args.overrides)
     resolve_env(cfg.env.name)  # raises UnknownEnv with a suggestion and how to register one
     if args.print_config:
-        print(dump_config(cfg), end="")
+        print(config_header(args, cfg) + dump_config(cfg), end="")
         return None
     return cfg
+
+
+def config_header(args: argparse.Namespace, cfg) -> str:
+    """The comment lines --print-config puts above the YAML: what it is, what it was resolved from, how to use it."""
+    command = args.command if getattr(args, "command", None) else "train"
+    if getattr(args, "resume", None):
+        sources = f"the run's own config.yaml ({args.resume})"
+    else:
+        from agentrl.config import CONFIG_DIR
+
+        preset = CONFIG_DIR / f"{args.env}.yaml" if args.env else None
+        sources = "the defaults" + (f" < configs/{args.env}.yaml" if preset and preset.is_file() else "")
+        sources += f" < {args.config}" if args.config else ""
+    sources += " < the command-line overrides" if args.overrides else ""
+    return (f"# agentrl {command}: the resolved config of this command for env {cfg.env.name!r}, from {sources}.\n"
+            f"# Every key is documented in agentrl/config.py. Save it and run it with: agentrl {command} --config FILE\n")
+
+
+def check_init_from(path: str | None) -> None:
+    """--init-from names a checkpoint or model directory: one that is not there is said to be missing (before
+    the model loader would call it an unknown model name)."""
+    if path is None:
+        return
+    from pathlib import Path
+
+    from agentrl.errors import ConfigError
+
+    p = Path(path)
+    if not p.exists():
+        raise ConfigError(f"--init-from {path}: {p.resolve()} does not exist (give a checkpoint directory, e.g. "
+                          "runs/sft-calc-…/checkpoints/step_000000, or a model directory)")
+    if not p.is_dir():
+        raise ConfigError(f"--init-from {path}: is a file, not a checkpoint or model directory")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -58,12 +91,13 @@ def run(args: argparse.Namespace) -> int:
     from agentrl.preflight import preflight
     from agentrl.trainer.loop import resolve_run_dir, train
 
+    check_init_from(args.init_from)
     run_dir = resolve_run_dir(cfg, args.resume)
     if not args.resume:  # pin the folder name now, so the resume hint below names the run that was written
         cfg.trainer.run_dir = str(run_dir)
     try:
         preflight(cfg)
-        train(cfg, resume=args.resume, init_from=args.init_from)
+        result = train(cfg, resume=args.resume, init_from=args.init_from)
     except KeyboardInterrupt:
         if (run_dir / "checkpoints").is_dir():
             hint = f"continue from its last checkpoint with: agentrl train --resume {run_dir}"
@@ -71,4 +105,7 @@ def run(args: argparse.Namespace) -> int:
             hint = "no checkpoint was written yet, so there is nothing to resume"
         print(f"agentrl train: {interrupted_how()}; run {run_dir}: {hint}", file=sys.stderr)
         return interrupted_status()
+    if (why := result.nothing_trained()) is not None:
+        print(f"agentrl train: error: {why}", file=sys.stderr)
+        return 1
     return 0

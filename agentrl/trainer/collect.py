@@ -171,15 +171,19 @@ async def collect_slot(
     timeout_s: float,
     on_round: Callable[[], None] | None = None,
     on_episode: Callable[[int], None] | None = None,
+    on_resample: Callable[[int, str], None] | None = None,
 ) -> SlotRollout:
     """Fill slot `slot` of `step`: round k runs the group of task_seed(base, step, k, slot) until one is kept.
 
     on_round() is called as each round starts (the pipeline records the weights it starts under);
     timeout_s is a backstop per round (episodes have their own deadline inside the agent loop).
+    on_resample(episodes, why) is called when a dropped group's slot is sampled again (the progress display
+    says why a step's episode count grew).
     """
     r = cfg.rollout
     out = SlotRollout()
-    for round_ in range(resample_rounds(cfg)):
+    rounds = resample_rounds(cfg)
+    for round_ in range(rounds):
         if on_round is not None:
             on_round()
         seed = task_seed(r.seed, step, round_, slot)
@@ -190,6 +194,7 @@ async def collect_slot(
             group = await asyncio.wait_for(backend.collect_group(seed, r.group_size, cfg=loop_cfg), timeout_s)
         except TimeoutError:
             out.metrics["pipeline/group_timeouts"] = out.metrics.get("pipeline/group_timeouts", 0) + 1
+            _resampled(on_resample, round_, rounds, r.group_size, "resampled groups that timed out")
             continue
         if on_episode is not None:
             on_episode(len(group))
@@ -197,7 +202,22 @@ async def collect_slot(
         out.kept = finish_group(group, cfg, out.metrics)
         if out.kept is not None:
             break
+        _resampled(on_resample, round_, rounds, r.group_size, drop_reason(group))
     return out
+
+
+def drop_reason(group: list[Trajectory]) -> str:
+    """Why finish_group dropped `group`, worded for the progress display when its slot is sampled again."""
+    if not any(trainable(t) for t in group):
+        return "resampled groups whose episodes were all masked"
+    return "resampled groups with equal rewards (dynamic sampling)"
+
+
+def _resampled(on_resample: Callable[[int, str], None] | None, round_: int, rounds: int, group_size: int,
+               why: str) -> None:
+    """Report that another round of a slot follows (the episodes it adds, and why); nothing after the last."""
+    if on_resample is not None and round_ + 1 < rounds:
+        on_resample(group_size, why)
 
 
 def merge_slots(cfg, slots: list[SlotRollout], metrics: dict[str, float] | None = None) -> StepBatch:

@@ -25,7 +25,8 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -50,7 +51,7 @@ from agentrl.trainer.collect import StepBatch
 from agentrl.trainer.env_factory import build_env_factory
 from agentrl.trainer.heldout import evaluate
 from agentrl.trainer.memory import build_optimizer, fix_mmap_threshold
-from agentrl.trainer.monitor import Monitor
+from agentrl.trainer.monitor import Monitor, skip_reason
 from agentrl.trainer.pipeline import RolloutPipeline, admission_bound
 from agentrl.trainer.update import train_on_batch, update_config_from
 
@@ -63,6 +64,26 @@ class RunResult:
     checkpoint: Path | None
     metrics: Path
     plot: Path | None
+    steps_run: int = 0  # training steps this invocation ran
+    steps_trained: int = 0  # of them, those that took an optimizer step (the rest were SKIPPED)
+    skipped: list[str] = field(default_factory=list)  # why each skipped step took none (monitor.skip_reason)
+
+    def nothing_trained(self) -> str | None:
+        """None if a step trained (or none ran: a warm-start-only run); else one line saying that every step
+        was SKIPPED, the most common reason, and what to change (the CLI prints it and exits 1)."""
+        if not self.steps_run or self.steps_trained:
+            return None
+        (why, n), = Counter(self.skipped).most_common(1)
+        if why.startswith("no trainable group: 0 of "):
+            hint = ("every group's rewards were equal, so GRPO had nothing to learn from: give the policy reward "
+                    "variance (an expert warm start with sft.episodes, a larger rollout.group_size or a higher "
+                    "rollout.temperature)")
+        elif why.startswith("no trainable group"):
+            hint = "episodes were masked (infrastructure or env failures): trajectories.jsonl has each one's cause"
+        else:
+            hint = "see metrics.jsonl for the step's actor/grad_norm"
+        return (f"no step trained: all {self.steps_run} steps were SKIPPED ({n}× {why}); {hint}. The checkpoint "
+                f"holds the weights the run started from")
 
 
 @dataclass
@@ -87,6 +108,8 @@ class Run:
     backend: EpisodeBackend | None = None
     pipeline: RolloutPipeline | None = None
     close_envs: Any = None  # async () -> None from the env factory, if it holds shared resources
+    steps_run: int = 0  # training steps this invocation ran
+    skipped: list[str] = field(default_factory=list)  # why each of them that took no optimizer step was skipped
 
 
 def resolve_run_dir(cfg: Config, resume: str | None) -> Path:
@@ -252,7 +275,8 @@ async def start(run: Run, *, init_from: str | None) -> None:
     if cfg.cluster.backend == "ray":
         monitor.console.print(run.backend.describe())
     run.pipeline = RolloutPipeline(cfg, env_factory, run.engine, run.tokenizer, start_step=run.start_step,
-                                   end_step=cfg.trainer.steps, on_episode=monitor.episodes_done, backend=run.backend)
+                                   end_step=cfg.trainer.steps, on_episode=monitor.episodes_done, backend=run.backend,
+                                   on_resample=lambda step, n, why: monitor.episodes_resampled(step + 1, n, why))
     if run.version:  # label the engine's (identical) weights with the resumed version: staleness is measured right
         await push_weights(run)
     run.pipeline.start()
@@ -290,9 +314,13 @@ def enable_gradient_checkpointing(model) -> None:
 # ---- one step ----
 
 async def train_step(run: Run, step: int) -> None:
-    """One step: collect → update → push weights → log → evaluate → abort check → checkpoint → admit more."""
+    """One step: collect → update → push weights → log → evaluate → abort check → checkpoint → admit more.
+
+    `step` counts from 0 here (the pipeline's and the task seeds' index); every output numbers it step + 1, so
+    step n of the console is step n in metrics.jsonl, TensorBoard and samples/, and checkpoint step_n follows it."""
     cfg, monitor, pipeline = run.cfg, run.monitor, run.pipeline
-    monitor.begin_step(step, cfg.rollout.tasks_per_step * cfg.rollout.group_size)
+    number = step + 1
+    monitor.begin_step(number, cfg.rollout.tasks_per_step * cfg.rollout.group_size)
     with monitor.phase("rollout"):  # in overlapped modes: the time the trainer waits for data
         batch = await pipeline.next_batch(step, run.version)
     metrics = dict(batch.metrics)
@@ -307,11 +335,14 @@ async def train_step(run: Run, step: int) -> None:
     else:
         metrics["trainer/skipped_steps"] = 1.0
     metrics.update({"trainer/lr": run.scheduler.get_last_lr()[0], "trainer/version": run.version})
+    run.steps_run += 1
+    if (why := skip_reason(metrics)) is not None:
+        run.skipped.append(why)
     if _eval_due(cfg, step):
         with monitor.phase("eval"):
             metrics.update(await _evaluate(run))
-    monitor.log(step, metrics)
-    _record(run, step, batch)
+    monitor.log(number, metrics)
+    _record(run, number, batch)
     run.guard.observe(step, batch.all_trajectories)
     if _checkpoint_due(cfg, step):
         with monitor.phase("checkpoint"):
@@ -353,9 +384,10 @@ async def _evaluate(run: Run) -> dict[str, float]:
 
 
 def _record(run: Run, step: int, batch: StepBatch) -> None:
-    """Rendered samples every trainer.sample_every steps, the first suspicious trajectory of every step, and every trajectory in trajectories.jsonl (lossless)."""
+    """Of step number `step` (from 1): rendered samples at step 1 and every trainer.sample_every steps after it,
+    the first suspicious trajectory, and every trajectory in trajectories.jsonl (lossless, train/step = step)."""
     every = run.cfg.trainer.sample_every
-    if every and step % every == 0:
+    if every and (step - 1) % every == 0:
         run.monitor.write_samples(step, batch.all_trajectories, run.tokenizer)
     run.monitor.write_suspicious(step, batch.all_trajectories, run.tokenizer)
     with open(run.run_dir / "trajectories.jsonl", "a") as f:
@@ -397,8 +429,11 @@ def finish(run: Run) -> RunResult:
     else:
         plot, sft = None, run.run_dir / "sft_metrics.jsonl"
         where = f"      metrics {sft if sft.exists() else 'none (no training step ran)'}"
-    run.monitor.console.print(f"[bold green]done[/]: checkpoint {run.checkpoint}\n{where}")
-    return RunResult(run_dir=run.run_dir, checkpoint=run.checkpoint, metrics=run.monitor.metrics_path, plot=plot)
+    result = RunResult(run_dir=run.run_dir, checkpoint=run.checkpoint, metrics=run.monitor.metrics_path, plot=plot,
+                       steps_run=run.steps_run, steps_trained=run.steps_run - len(run.skipped), skipped=run.skipped)
+    head = "[bold red]nothing trained[/]" if result.nothing_trained() else "[bold green]done[/]"
+    run.monitor.console.print(f"{head}: checkpoint {run.checkpoint}\n{where}")
+    return result
 
 
 def _plot(run_dir: Path, monitor: Monitor) -> Path | None:

@@ -1,7 +1,9 @@
 """Observability of a run: a rich progress display, metrics.jsonl, TensorBoard, sample trajectories.
 
 Metric names are namespaced (rollout/, actor/, mismatch/, staleness/, termination/, timing/, trainer/);
-docs/metrics.md defines each of them.
+docs/metrics.md defines each of them. Steps are numbered from 1 in every output (the console, metrics.jsonl,
+TensorBoard, samples/, trajectories.jsonl, the dashboard): step n is the n-th training step, and checkpoint
+step_n holds the weights after it. Every method here takes that number.
 """
 
 from __future__ import annotations
@@ -39,10 +41,12 @@ class Monitor:
             MofNCompleteColumn(),
             TextColumn("episodes  reward {task.fields[reward]}"),
             TimeElapsedColumn(),
+            TextColumn("{task.fields[note]}"),
             console=self.console,
             transient=False,
         )
         self._task = None
+        self._step, self._planned, self._resampled = 0, 0, []  # the bar's step, its planned episodes, why it grew
         self.total_steps = total_steps
         self.timings: dict[str, float] = {}
         # a log file or a pipe gets no live bar: plain progress lines instead, at most one per PLAIN_EVERY_S
@@ -59,13 +63,29 @@ class Monitor:
             self._tb.close()
 
     def begin_step(self, step: int, episodes: int, label: str = "step", steps: int | None = None) -> None:
-        """Start the progress bar of one step (episodes = expected episode count)."""
+        """Start the progress bar of step `step` (numbered from 1; episodes = the planned episode count)."""
         if self._task is not None:
             self.progress.remove_task(self._task)
         self.timings = {}
+        self._step, self._planned, self._resampled = step, episodes, []
         self._task = self.progress.add_task(
-            "", total=episodes, label=label, step=step + 1, steps=steps or self.total_steps, phase="rollout", reward="-"
+            "", total=episodes, label=label, step=step, steps=steps or self.total_steps, phase="rollout", reward="-",
+            note="",
         )
+        self._plain_line(force=True)
+
+    def episodes_resampled(self, step: int, n: int, why: str) -> None:
+        """Step `step` samples a dropped group's slot again: its bar's total grows by n, and the bar says why
+        (e.g. '4 → 12 episodes: resampled groups with equal rewards (dynamic sampling)'). Another step's
+        resample (an overlapped mode's next step) is left to that step's bar."""
+        if self._task is None or step != self._step:
+            return
+        task = self.progress.tasks[-1]
+        if why not in self._resampled:
+            self._resampled.append(why)
+        total = int(task.total or 0) + n
+        self.progress.update(self._task, total=total,
+                             note=f"({self._planned} → {total} episodes: {'; '.join(self._resampled)})")
         self._plain_line(force=True)
 
     def episodes_done(self, n: int) -> None:
@@ -97,11 +117,13 @@ class Monitor:
         self._last_plain = now
         task = self.progress.tasks[-1]
         f = task.fields
+        note = f" {f['note']}" if f.get("note") else ""
         self.console.print(f"{f['label']} {f['step']}/{f['steps']} {f['phase']}: {int(task.completed)}/{int(task.total or 0)} "
-                           f"episodes, {task.elapsed or 0.0:.0f}s", highlight=False)
+                           f"episodes, {task.elapsed or 0.0:.0f}s{note}", highlight=False)
 
     def log(self, step: int, metrics: dict[str, float]) -> None:
-        """Append one step's metrics to metrics.jsonl and TensorBoard, and print a one-line summary."""
+        """Append step `step`'s metrics to metrics.jsonl ("step": step) and TensorBoard (global step `step`), and
+        print its one-line summary."""
         metrics = {**metrics, **self.timings}
         record = {"step": step, "time": time.time(), **{k: _num(v) for k, v in sorted(metrics.items())}}
         with open(self.metrics_path, "a") as f:
@@ -116,7 +138,8 @@ class Monitor:
         self.console.print(summary_line(step, metrics))
 
     def write_samples(self, step: int, trajectories, tokenizer, n: int = 2) -> None:
-        """Render a few trajectories of this step as readable text (action and observation spans marked)."""
+        """Render a few trajectories of step `step` as readable text in samples/step_<step>.txt (action and
+        observation spans marked)."""
         self.samples_dir.mkdir(parents=True, exist_ok=True)
         with open(self.samples_dir / f"step_{step:06d}.txt", "w") as f:
             for t in trajectories[:n]:
@@ -158,13 +181,13 @@ def skip_reason(m: dict[str, float]) -> str | None:
 
 
 def summary_line(step: int, m: dict[str, float]) -> str:
-    """The one-line per-step summary printed under the progress bar (a skipped step says so, and why)."""
+    """The one-line summary of step `step` printed under the progress bar (a skipped step says so, and why)."""
     phases = " ".join(f"{k[7:-2]} {v:.1f}s" for k, v in m.items() if k.startswith("timing/") and k.endswith("_s"))
     why = skip_reason(m)
     update = (f"SKIPPED ({why})" if why else f"loss {m.get('actor/loss', 0):+.4f}  "
               f"entropy {m.get('actor/entropy', 0):.3f}  clip {m.get('actor/pg_clipfrac', 0):.3f}")
     return (
-        f"step {step + 1}: reward {m.get('rollout/reward_mean', 0):.3f}  "
+        f"step {step}: reward {m.get('rollout/reward_mean', 0):.3f}  "
         f"kept {int(m.get('rollout/groups_kept', 0))}/{int(m.get('rollout/groups_sampled', 0))} groups  "
         f"{update}  |  {phases}"
     )

@@ -32,6 +32,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 import torch
 
@@ -73,14 +74,16 @@ class RolloutPipeline:
 
     def __init__(self, cfg, env_factory: Callable, engine, tokenizer, *, start_step: int, end_step: int,
                  on_episode: Callable[[int], None] | None = None, timeout_s: float | None = None,
-                 backend: EpisodeBackend | None = None):
+                 backend: EpisodeBackend | None = None, on_resample: Callable[[int, int, str], None] | None = None):
         """start_step/end_step: the steps this run trains (tickets start_step·B … end_step·B − 1).
+        on_episode(n): n more episodes finished; on_resample(step, n, why): a dropped group of step `step` is
+        sampled again, adding n episodes (collect.collect_slot).
         timeout_s: deadline of any single wait (default: a few episode timeouts).
         backend: where episodes run (the run's; default: this process, rollout.concurrency at once)."""
         r = cfg.rollout
         self.cfg, self.engine = cfg, engine
         self.backend = backend or LocalBackend(env_factory, engine, tokenizer, concurrency=r.concurrency)
-        self.on_episode = on_episode
+        self.on_episode, self.on_resample = on_episode, on_resample
         self.overlapped = r.mode != "sync"
         self.in_order = r.mode != "async"
         self.eta = admission_bound(r)
@@ -161,7 +164,8 @@ class RolloutPipeline:
 
         try:
             out.slot = await collect_slot(self.backend, self.cfg, step, slot, timeout_s=self.timeout_s,
-                                          on_round=round_starts, on_episode=self.on_episode)
+                                          on_round=round_starts, on_episode=self.on_episode,
+                                          on_resample=partial(self.on_resample, step) if self.on_resample else None)
         except asyncio.CancelledError:
             self._running.pop(index, None)
             raise

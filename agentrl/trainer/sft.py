@@ -80,7 +80,7 @@ def sft_step(model, optimizer, trajectories, *, micro_batch_tokens: int, chunk: 
 async def run_sft(cfg, model, tokenizer, env_factory, monitor) -> list[dict[str, float]]:
     """Collect cfg.sft.episodes expert episodes and train cfg.sft.epochs passes over them; returns step metrics."""
     s = cfg.sft
-    monitor.begin_step(0, s.episodes, label="sft", steps=1)
+    monitor.begin_step(1, s.episodes, label="sft", steps=1)
     with monitor.phase("expert"):
         trajs = await expert_trajectories(cfg, env_factory, tokenizer, s.episodes, on_episode=monitor.episodes_done,
                                           warn=lambda msg: monitor.console.print(f"[yellow]sft: {msg}[/]"))
@@ -110,5 +110,5 @@ async def run_sft(cfg, model, tokenizer, env_factory, monitor) -> list[dict[str,
                               f"over {len(trajs)} expert trajectories")
     with open(monitor.run_dir / "sft_metrics.jsonl", "a") as f:
         for i, h in enumerate(history):
-            f.write(json.dumps({"sft_step": i, **h}) + "\n")
+            f.write(json.dumps({"sft_step": i + 1, **h}) + "\n")  # numbered from 1, as training steps are
     return history

@@ -304,7 +304,7 @@ def test_resume_continues_exactly(tmp_path):
     shutil.rmtree(resumed_dir / "checkpoints" / "step_000002")
     (resumed_dir / "trajectories.jsonl").write_text(
         "".join(x + "\n" for x in (full.run_dir / "trajectories.jsonl").read_text().splitlines()
-                if json.loads(x)["metrics"]["train/step"] == 0)
+                if json.loads(x)["metrics"]["train/step"] == 1)
     )
     again = train(_cfg(tmp_path / "b", "test_parity", *exact), resume=str(resumed_dir))
     assert again.run_dir == resumed_dir
@@ -316,9 +316,9 @@ def test_resume_continues_exactly(tmp_path):
     def samples(rows, step):
         return sorted((r["task_id"], r["segments"][0]["token_ids"]) for r in rows if r["metrics"]["train/step"] == step)
 
-    assert tasks(resumed, 1) == tasks(steps, 1)
-    assert tasks(resumed, 1) != tasks(steps, 0)
-    assert samples(resumed, 1) == samples(steps, 1)
+    assert tasks(resumed, 2) == tasks(steps, 2)
+    assert tasks(resumed, 2) != tasks(steps, 1)
+    assert samples(resumed, 2) == samples(steps, 2)
     state = json.loads((resumed_dir / "checkpoints" / "step_000002" / "state.json").read_text())
     assert state["step"] == 2 and state["version"] == 2
     a = load_model(full.run_dir / "checkpoints" / "step_000002" / "model").state_dict()
@@ -357,12 +357,12 @@ def test_a_spent_time_budget_stops_the_run_at_a_checkpoint_that_resumes(tmp_path
     assert [c.name for c in list_checkpoints(out.run_dir)] == ["step_000001"]
     assert out.checkpoint.name == "step_000001"
     logged = [json.loads(x)["step"] for x in out.metrics.read_text().splitlines()]
-    assert logged == [0]
+    assert logged == [1]
     from agentrl.resume import resume_config
 
     again = train(resume_config(out.run_dir, ["trainer.max_train_s=null"]), resume=str(out.run_dir))
     assert again.checkpoint.name == "step_000003"
-    assert [json.loads(x)["step"] for x in again.metrics.read_text().splitlines()] == [0, 1, 2]
+    assert [json.loads(x)["step"] for x in again.metrics.read_text().splitlines()] == [1, 2, 3]
 
 
 def test_an_overlapped_mode_without_room_to_run_ahead_is_pointed_out():

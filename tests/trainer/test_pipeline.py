@@ -121,11 +121,11 @@ def test_one_step_off_trains_on_previous_weights_and_resumes_from_its_checkpoint
 
     again = train(_cfg(tmp_path / "a", "rollout.mode=one_step_off", "trainer.steps=3"), resume=str(first.run_dir))
     rows = _rows(again)
-    assert [r["step"] for r in rows] == [0, 1, 2] and rows[-1]["trainer/version"] == 3
+    assert [r["step"] for r in rows] == [1, 2, 3] and rows[-1]["trainer/version"] == 3
     assert rows[-1]["staleness/max"] == 0  # slot 2 was admitted and sampled with version-2 weights only
     trajs = [json.loads(x) for x in (again.run_dir / "trajectories.jsonl").read_text().splitlines()]
-    step2 = {t["task_id"] for t in trajs if t["metrics"]["train/step"] == 2}
-    assert step2 == {str(task_seed(0, 2, 0, j)) for j in range(3)}
+    step3 = {t["task_id"] for t in trajs if t["metrics"]["train/step"] == 3}  # numbered from 1; its seeds index 2
+    assert step3 == {str(task_seed(0, 2, 0, j)) for j in range(3)}
 
 
 def test_bucket_zero_equals_sync_mismatch_when_nothing_is_in_flight(tmp_path):
