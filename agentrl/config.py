@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from agentrl.errors import ConfigError
 
@@ -101,18 +101,19 @@ class RolloutConfig(_Section):
 
 
 class AlgoConfig(_Section):
-    advantage: Literal["grpo", "dr_grpo", "alpha_norm", "batch_std", "rloo", "reinforce_pp_baseline"] = "grpo"
-    """Advantage estimator (docs/algorithms.md §2)."""
+    advantage: str = "grpo"
+    """Advantage estimator, a name in agentrl.trainer.advantages.ADVANTAGES: grpo, dr_grpo, alpha_norm, batch_std,
+    rloo, reinforce_pp_baseline, or one registered there (docs/algorithms.md §2)."""
     adv_eps: float = Field(1e-6, gt=0)
     """ε in (R − mean)/(std + ε)."""
     adv_alpha: float = Field(1.0, ge=0.0, le=1.0)
     """α of the α-normalization knob (advantage=alpha_norm): 1 = GRPO, 0 = Dr.GRPO."""
-    loss: Literal["ppo", "gspo", "cispo", "dppo"] = "ppo"
-    """Policy loss."""
-    reduction: (
-        Literal["token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm"] | None
-    ) = None
-    """How per-token losses are aggregated (None = the loss's own, token-mean for ppo); normalizer spans the mini-batch."""
+    loss: str = "ppo"
+    """Policy loss, a name in agentrl.trainer.losses.LOSS_SPECS: ppo, gspo, cispo, dppo, or one registered there."""
+    reduction: str | None = None
+    """How per-token losses are aggregated, a name in agentrl.trainer.losses.REDUCTIONS: token-mean,
+    seq-mean-token-mean, seq-mean-token-sum, seq-mean-token-sum-norm, or one registered there (None = the loss's
+    own, token-mean for ppo); the normalizer spans the mini-batch."""
     eps_low: float | None = Field(None, ge=0)
     """PPO clip lower ε (None = the loss's preset: 0.2 for ppo)."""
     eps_high: float | None = Field(None, ge=0)
@@ -155,6 +156,21 @@ class AlgoConfig(_Section):
     """ω: weight of the step advantage added to the episode advantage (credit=gigpo)."""
     credit_std: bool = True
     """Divide per-turn returns by their normalisation group's std (+ algo.adv_eps) after centring (turn, gigpo)."""
+
+    @field_validator("advantage", "loss", "reduction")
+    @classmethod
+    def _registered(cls, value: str | None, info) -> str | None:
+        """The registries own the method names: a name must be registered where its function lives."""
+        if value is None:
+            return value
+        from agentrl.trainer.advantages import ADVANTAGES
+        from agentrl.trainer.losses import LOSS_SPECS, REDUCTIONS
+
+        registry, what = {"advantage": (ADVANTAGES, "advantage estimator"), "loss": (LOSS_SPECS, "policy loss"),
+                          "reduction": (REDUCTIONS, "reduction")}[info.field_name]
+        if value not in registry:
+            raise ValueError(f"not a registered {what} (registered: {', '.join(registry)})")
+        return value
 
 
 class TrainerConfig(_Section):
@@ -482,7 +498,7 @@ def _format_errors(err: ValidationError) -> list[str]:
         elif e["type"] == "value_error" and not path:
             problems.extend(str(e["ctx"]["error"]).split("; "))
         else:
-            problems.append(f"{path}={e.get('input')!r}: {e['msg']}")
+            problems.append(f"{path}={e.get('input')!r}: {e['msg'].removeprefix('Value error, ')}")
     return problems
 
 

@@ -27,7 +27,7 @@ def test_all_problems_in_one_message_with_suggestion():
     assert "3 problems" in msg
     assert "trainer.lr_sched is not a key (did you mean trainer.lr?)" in msg
     assert "rollout.group_size=1 gives grpo no baseline (use 2 or more)" in msg
-    assert re.search(r"algo.loss='foo' is not allowed \(allowed: .*'ppo'", msg)
+    assert re.search(r"algo.loss='foo': not a registered policy loss \(registered: ppo, ", msg)
 
 
 def test_unknown_key_in_yaml_is_reported_with_path(tmp_path):

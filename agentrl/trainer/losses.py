@@ -268,7 +268,6 @@ LOSS_SPECS: dict[str, LossSpec] = {
     "cispo": LossSpec(cispo, LossConfig(eps_low=1.0, eps_high=4.0, dual_clip_c=None)),
     "dppo": LossSpec(dppo, LossConfig(dual_clip_c=None)),
 }
-LOSSES: dict[str, LossFn] = {name: spec.fn for name, spec in LOSS_SPECS.items()}
 
 
 def policy_loss(
@@ -293,7 +292,7 @@ def policy_loss(
     be NaN or inf), and lp_θ gets an exact zero gradient there.
 
     Args:
-        name: policy loss in LOSSES ("ppo", "gspo", "cispo", "dppo").
+        name: policy loss in LOSS_SPECS ("ppo", "gspo", "cispo", "dppo", or one registered there).
         lp_theta: (N,) logprobs under π_θ (requires grad).
         lp_old: (N,) logprobs under π_old (recomputed at the start of the step).
         advantages: (N,) per-token advantages A_i broadcast to trajectory i's tokens.
@@ -311,8 +310,8 @@ def policy_loss(
         (loss, metrics). Metrics are detached 0-d tensors normalized by the mini-batch token count, so
         summing them over the micro-batches gives the mini-batch value (like the loss itself).
     """
-    if name not in LOSSES:
-        raise ValueError(f"unknown policy loss {name!r}; choose one of {sorted(LOSSES)}")
+    if name not in LOSS_SPECS:
+        raise ValueError(f"unknown policy loss {name!r}; choose one of {sorted(LOSS_SPECS)}")
     m = loss_mask.reshape(-1).bool()  # (N,)
     idx = traj_index.reshape(-1)
     lp_t = masked(lp_theta.reshape(-1), m)

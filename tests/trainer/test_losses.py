@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from agentrl.trainer.corrections import CorrectionConfig, correction_weights
-from agentrl.trainer.losses import LOSSES, REDUCTIONS, LossConfig, loss_normalizer, policy_loss
+from agentrl.trainer.losses import LOSS_SPECS, REDUCTIONS, LossConfig, loss_normalizer, policy_loss
 
 F64 = torch.float64
 TOL = dict(atol=1e-6, rtol=0)
@@ -157,7 +157,7 @@ def test_unknown_names_are_refused(policy_batch):
         _run(policy_batch, "ppo2")
     with pytest.raises(ValueError, match="unknown reduction 'mean'"):
         _run(policy_batch, reduction="mean")
-    assert set(LOSSES) >= {"ppo", "gspo", "cispo"}
+    assert set(LOSS_SPECS) >= {"ppo", "gspo", "cispo"}
     assert set(REDUCTIONS) == {"token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm"}
 
 
