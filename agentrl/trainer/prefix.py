@@ -243,26 +243,44 @@ def _cache_through_checkpointing(model):
 def _grouped_forward(model, micro: MicroBatch, lengths: list[int], groups: list[tuple[list[int], int]], *,
                      additive: bool) -> Tensor:
     """Lone rows, prefixes and suffixes as three forwards; their hidden states gathered into flat order (T, H)."""
-    ids, dev = micro.input_ids, micro.input_ids.device
-    num_rows, width = ids.shape
-    n_layers = model.config.num_hidden_layers
+    num_rows, width = micro.input_ids.shape
     index = torch.full((num_rows, width), -1, dtype=torch.long)  # (R, L) row of the pool holding that hidden
-    parts: list[Tensor] = []
-    offset = 0
     grouped = {r for rows, _ in groups for r in rows}
-
+    parts: list[Tensor] = []
     lone = [r for r in range(num_rows) if r not in grouped]
     if lone:
-        w = max(lengths[r] for r in lone)
-        rows = torch.tensor(lone, device=dev)
-        h = model.base_model(input_ids=ids[rows, :w], position_ids=micro.position_ids[rows, :w], use_cache=False,
-                             ).last_hidden_state  # (nl, w, H)
-        for i, r in enumerate(lone):
-            index[r, : lengths[r]] = offset + i * w + torch.arange(lengths[r])
-        parts.append(h.reshape(-1, h.shape[-1]))
-        offset += h.shape[0] * w
-
+        parts.append(_lone_forward(model, micro, lengths, lone, index))
     k_max = max(k for _, k in groups)
+    h, capture = _prefix_forward(model, micro, groups, k_max, index, offset=sum(p.shape[0] for p in parts))
+    parts.append(h)
+    suffix = [(g, r, k) for g, (rows, k) in enumerate(groups) for r in rows if lengths[r] > k]
+    if suffix:
+        parts.append(_suffix_forward(model, micro, lengths, suffix, capture, k_max, index, additive=additive,
+                                     offset=sum(p.shape[0] for p in parts), dtype=h.dtype))
+    pool = torch.cat(parts) if len(parts) > 1 else parts[0]  # (M, H)
+    # (T, H) in flat order; the backward sums shared rows' gradients. index_select, not pool[...]: its backward
+    # (index_add_) adds duplicates in a fixed order, while advanced indexing's (index_put_ with accumulate, sorted
+    # in parallel) may not, and two identical updates would then differ in the last bit
+    return pool.index_select(0, index[micro.valid].to(micro.input_ids.device))
+
+
+def _lone_forward(model, micro: MicroBatch, lengths: list[int], lone: list[int], index: Tensor) -> Tensor:
+    """The rows that share no prefix, as one plain forward; fills their positions of `index` (pool offset 0)."""
+    ids, dev = micro.input_ids, micro.input_ids.device
+    w = max(lengths[r] for r in lone)
+    rows = torch.tensor(lone, device=dev)
+    h = model.base_model(input_ids=ids[rows, :w], position_ids=micro.position_ids[rows, :w], use_cache=False,
+                         ).last_hidden_state  # (nl, w, H)
+    for i, r in enumerate(lone):
+        index[r, : lengths[r]] = i * w + torch.arange(lengths[r])
+    return h.reshape(-1, h.shape[-1])
+
+
+def _prefix_forward(model, micro: MicroBatch, groups: list[tuple[list[int], int]], k_max: int, index: Tensor, *,
+                    offset: int) -> tuple[Tensor, _Capture]:
+    """Each group's shared prefix once (padded to k_max), capturing its keys and values per layer; fills the
+    prefix positions of every member row in `index` (pool rows from `offset`)."""
+    ids, dev = micro.input_ids, micro.input_ids.device
     prefix_ids = torch.zeros(len(groups), k_max, dtype=torch.long, device=dev)
     for g, (rows, k) in enumerate(groups):
         prefix_ids[g, :k] = ids[rows[0], :k]
@@ -274,38 +292,36 @@ def _grouped_forward(model, micro: MicroBatch, lengths: list[int], groups: list[
         h = model.base_model(input_ids=prefix_ids, position_ids=torch.arange(k_max, device=dev).expand_as(prefix_ids),
                              use_cache=False, **{cache_kwarg(model): capture}).last_hidden_state  # (G, Kmax, H)
     capture.frozen = True
-    if len(capture.kv) != n_layers:
+    if len(capture.kv) != model.config.num_hidden_layers:
         raise _CacheDropped
-    parts.append(h.reshape(-1, h.shape[-1]))
-    offset += h.shape[0] * k_max
+    return h.reshape(-1, h.shape[-1]), capture
 
-    suffix = [(g, r, k) for g, (rows, k) in enumerate(groups) for r in rows if lengths[r] > k]
-    if suffix:
-        s_max = max(lengths[r] - k for _, r, k in suffix)
-        suffix_ids = torch.zeros(len(suffix), s_max, dtype=torch.long, device=dev)
-        starts = torch.tensor([k for _, _, k in suffix], device=dev)  # (S,) each row's prefix length
-        for i, (_, r, k) in enumerate(suffix):
-            n = lengths[r] - k
-            suffix_ids[i, :n] = ids[r, k : lengths[r]]
-            index[r, k : lengths[r]] = offset + i * s_max + torch.arange(n)
-        q = torch.arange(s_max, device=dev)
-        see_prefix = torch.arange(k_max, device=dev)[None, :] < starts[:, None]  # (S, Kmax)
-        causal = (q[None, :] <= q[:, None]).expand(len(suffix), s_max, s_max)  # (S, s, s)
-        mask = torch.cat([see_prefix[:, None, :].expand(-1, s_max, -1), causal], dim=2)[:, None]  # (S,1,s,Kmax+s)
-        if additive:  # eager attention adds its mask to the scores
-            mask = torch.zeros(mask.shape, dtype=h.dtype, device=dev).masked_fill_(~mask, torch.finfo(h.dtype).min)
-        prefixed = _Prefixed(config=model.config)
-        prefixed.prefix, prefixed.reads = capture.kv, set()
-        prefixed.group = torch.tensor([g for g, _, _ in suffix], device=dev)
-        with _cache_through_checkpointing(model):
-            h = model.base_model(input_ids=suffix_ids, position_ids=starts[:, None] + q[None, :], attention_mask=mask,
-                                 use_cache=False, **{cache_kwarg(model): prefixed}).last_hidden_state  # (S, s, H)
-        if len(prefixed.reads) != n_layers:
-            raise _CacheDropped
-        parts.append(h.reshape(-1, h.shape[-1]))
 
-    pool = torch.cat(parts) if len(parts) > 1 else parts[0]  # (M, H)
-    # (T, H) in flat order; the backward sums shared rows' gradients. index_select, not pool[...]: its backward
-    # (index_add_) adds duplicates in a fixed order, while advanced indexing's (index_put_ with accumulate, sorted
-    # in parallel) may not, and two identical updates would then differ in the last bit
-    return pool.index_select(0, index[micro.valid].to(dev))
+def _suffix_forward(model, micro: MicroBatch, lengths: list[int], suffix: list[tuple[int, int, int]],
+                    capture: _Capture, k_max: int, index: Tensor, *, additive: bool, offset: int,
+                    dtype: torch.dtype) -> Tensor:
+    """Every grouped row's tokens after its prefix (suffix: (group, row, prefix length)), attending to its group's
+    captured prefix keys and values (k_max wide); fills those positions of `index` (pool rows from `offset`)."""
+    ids, dev = micro.input_ids, micro.input_ids.device
+    s_max = max(lengths[r] - k for _, r, k in suffix)
+    suffix_ids = torch.zeros(len(suffix), s_max, dtype=torch.long, device=dev)
+    starts = torch.tensor([k for _, _, k in suffix], device=dev)  # (S,) each row's prefix length
+    for i, (_, r, k) in enumerate(suffix):
+        n = lengths[r] - k
+        suffix_ids[i, :n] = ids[r, k : lengths[r]]
+        index[r, k : lengths[r]] = offset + i * s_max + torch.arange(n)
+    q = torch.arange(s_max, device=dev)
+    see_prefix = torch.arange(k_max, device=dev)[None, :] < starts[:, None]  # (S, Kmax)
+    causal = (q[None, :] <= q[:, None]).expand(len(suffix), s_max, s_max)  # (S, s, s)
+    mask = torch.cat([see_prefix[:, None, :].expand(-1, s_max, -1), causal], dim=2)[:, None]  # (S,1,s,Kmax+s)
+    if additive:  # eager attention adds its mask to the scores
+        mask = torch.zeros(mask.shape, dtype=dtype, device=dev).masked_fill_(~mask, torch.finfo(dtype).min)
+    prefixed = _Prefixed(config=model.config)
+    prefixed.prefix, prefixed.reads = capture.kv, set()
+    prefixed.group = torch.tensor([g for g, _, _ in suffix], device=dev)
+    with _cache_through_checkpointing(model):
+        h = model.base_model(input_ids=suffix_ids, position_ids=starts[:, None] + q[None, :], attention_mask=mask,
+                             use_cache=False, **{cache_kwarg(model): prefixed}).last_hidden_state  # (S, s, H)
+    if len(prefixed.reads) != model.config.num_hidden_layers:
+        raise _CacheDropped
+    return h.reshape(-1, h.shape[-1])
