@@ -94,9 +94,12 @@ def fix_site(task) -> FixSite | None:
 
 
 def min_level(task) -> int:
-    """The lowest level `task` is offered at: 0 when its fix is a one-line edit, else 1 (this is Task.difficulty)."""
+    """The lowest level `task` is offered at: 0 when its fix is a one-line edit of one file, else 1 (this is
+    Task.difficulty). A fix over several files is never one line, though fix_site sees only the first file."""
     site = fix_site(task)
-    return 0 if site is not None and site.one_line else 1
+    fixed = task.fixed_files()
+    files = [p for p in set(task.files) | set(fixed) if task.files.get(p) != fixed.get(p)]
+    return 0 if site is not None and site.one_line and len(files) == 1 else 1
 
 
 def check_level(level) -> int | str:
