@@ -4,7 +4,7 @@ the session gateway (HTTP on loopback, JSON, rendering per call), on one engine,
 Workload: a 3-turn echo env (tests/envs/test_external.py's EchoEnv), 8 tasks × 4 members = 32 episodes per
 round, at most 32 new tokens per turn, temperature 1, the same task and sampling seeds for both paths (so
 both sample the same tokens; the bench checks that they do). Rounds alternate agent loop / gateway.
-Goal (issue #31): gateway episodes/s ≥ 0.8 × agent-loop episodes/s.
+Goal: gateway episodes/s ≥ 0.8 × agent-loop episodes/s.
 
   python bench/gateway_throughput.py [--model smollm2-135m-instruct] [--rounds 2]
 """

@@ -211,7 +211,7 @@ def test_ctrl_c_during_train_says_how_to_resume(tmp_path):
     assert f"continue from its last checkpoint with: agentrl train --resume {run}" in err
 
 
-# ---- small traps a newcomer hit (issue 36 item 7): each one line, exit 2, no traceback ---------------------
+# ---- small traps a newcomer hit: each one line, exit 2, no traceback -------------------------------------
 
 def test_print_config_says_what_it_prints_and_round_trips(tmp_path):
     """Guards bare YAML from --print-config: a header comment says what it is and how to use it, and the YAML

@@ -1,6 +1,6 @@
 """SIGTERM during a real `agentrl train --env swe_lite` run: no container of the run outlives the process, and the
-run says how to resume, as Ctrl-C does (issue 36: containers still `Created` at the signal started afterwards and
-ran under the dead pid until their TTL)."""
+run says how to resume, as Ctrl-C does (guards containers still `Created` at the signal, which started afterwards
+and ran under the dead pid until their TTL)."""
 
 from __future__ import annotations
 
