@@ -274,8 +274,9 @@ class ClusterConfig(_Section):
     after that it ends as env_error and is masked, never trained as reward 0."""
 
 
-def _default(section: type[_Section], key: str) -> Any:
-    """The default of one key (a config written out in full, like a run's config.yaml, must load again)."""
+def default(section: type[_Section], key: str) -> Any:
+    """The default of one key of a config section: the one reader of defaults (the trainer's and the agent loop's
+    dataclasses take theirs from here)."""
     field = section.model_fields[key]
     return field.default_factory() if field.default_factory else field.default
 
@@ -361,7 +362,7 @@ def _overlap_problems(r: RolloutConfig) -> list[str]:
             f"rollout.drop_staleness={r.drop_staleness} is below rollout.max_staleness={r.max_staleness}: "
             "admitted groups would be dropped (use ≥ max_staleness or leave it unset)"
         )
-    if r.mode == "sync" and (r.drop_staleness is not None or r.max_staleness != _default(RolloutConfig, "max_staleness")):
+    if r.mode == "sync" and (r.drop_staleness is not None or r.max_staleness != default(RolloutConfig, "max_staleness")):
         key = "drop_staleness" if r.drop_staleness is not None else "max_staleness"
         problems.append(f"rollout.{key} bounds overlapped rollouts, which rollout.mode=sync has none of (use one_step_off "
                         "or async, or leave it unset)")
@@ -371,7 +372,7 @@ def _overlap_problems(r: RolloutConfig) -> list[str]:
 def _cluster_problems(c: ClusterConfig) -> list[str]:
     """Ray-only keys without Ray, a missing Ray install, malformed custom resources."""
     problems = []
-    ignored = [k for k in ClusterConfig.model_fields if k != "backend" and getattr(c, k) != _default(ClusterConfig, k)]
+    ignored = [k for k in ClusterConfig.model_fields if k != "backend" and getattr(c, k) != default(ClusterConfig, k)]
     if c.backend == "local" and ignored:
         problems.append(f"cluster.{ignored[0]} is used only by cluster.backend=ray (set it, or leave "
                         f"cluster.{ignored[0]} unset)")

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from agentrl.config import RolloutConfig
+from agentrl.config import RolloutConfig, default
 from agentrl.errors import SandboxError
 from agentrl.rollout.chat import ChatRenderer, Conversation
 from agentrl.rollout.engine import Engine, Generation, SamplingParams
@@ -38,8 +38,9 @@ from agentrl.types import Trajectory, Turn
 
 
 def _default(key: str) -> Any:
-    """The default of rollout.<key>: RolloutConfig is the one home of every episode budget's default."""
-    return RolloutConfig.model_fields[key].default
+    """The default of rollout.<key> (config.default reads it: RolloutConfig is the one home of every episode
+    budget's default)."""
+    return default(RolloutConfig, key)
 
 
 @dataclass

@@ -25,15 +25,16 @@ from typing import Literal
 import torch
 from torch import Tensor
 
-from agentrl.config import AlgoConfig
+from agentrl.config import AlgoConfig, default
 from agentrl.trainer.packed import masked, traj_amin, traj_count, traj_sum
 
 TRAJ_MODES = ("geo", "seq", "veto", "opsm")
 
 
 def _algo_default(key: str):
-    """The run config's default for algo.<key>: config.py is the one home of every default."""
-    value = AlgoConfig.model_fields[key].get_default(call_default_factory=True)
+    """The run config's default for algo.<key> (config.default reads it: config.py is the one home), lists as
+    tuples for the frozen dataclass."""
+    value = default(AlgoConfig, key)
     return tuple(value) if isinstance(value, list) else value
 
 
