@@ -13,7 +13,7 @@ BUILTIN_ENVS: dict[str, tuple[str, str, str | None]] = {
                  "reward 1 when the hidden tests pass.",
                  "agentrl.envs.swe_lite.evaluation:SweLiteEvalHook"),
     "swe_real": ("agentrl.envs.swe_real.env:SweRealEnv",
-                 "Fix a bug planted in a real PyPI package (11 pinned packages); reward 1 when the package's own "
+                 "Fix a bug planted in a real PyPI package (10 pinned packages); reward 1 when the package's own "
                  "hidden tests pass.",
                  "agentrl.envs.swe_real.evaluation:SweRealEvalHook"),
 }

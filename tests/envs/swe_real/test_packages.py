@@ -53,5 +53,5 @@ def test_offline_check_names_what_is_missing(tmp_path, monkeypatch, capsys):
 
 
 def test_unknown_package_names_the_pinned_ones():
-    with pytest.raises(PackageError, match="known are click, boltons"):
-        packages.package_named("bolton")
+    with pytest.raises(PackageError, match="known are click, inflection"):
+        packages.package_named("inflexion")
