@@ -490,8 +490,9 @@ def main(argv: list[str] | None = None) -> int:
         n = len(chosen)
         print("\n".join(p for ps in problems.values() for p in ps))
         print(f"{'OK' if not any(problems.values()) else 'FAILED'}: {n} tasks; gold resolved "
-              f"{n - len(problems['gold'])}/{n}, empty resolved {len(problems['empty'])}/{n} problems, "
-              f"grading_mode in_process {n - len(problems['mode'])}/{n} ({time.monotonic() - start:.0f}s)")
+              f"{n - len(problems['gold'])}/{n}, empty patch wrong on {len(problems['empty'])}/{n} (resolved, or an "
+              f"F2P passing, or a P2P failing), grading_mode in_process {n - len(problems['mode'])}/{n} "
+              f"({time.monotonic() - start:.0f}s)")
         return 0 if not any(problems.values()) else 1
     with open_sandbox(args.backend, cpus=1.0, memory_mb=1024) as sb:
         tasks, _ = generate(sb, args.seed, args.packages)
