@@ -74,9 +74,10 @@ def test_packed_view_shares_tensors_and_leaves_the_model_alone(plain):
         torch.testing.assert_close(twin(ids).logits, got, atol=0, rtol=0)
 
 
-def test_packing_is_only_offered_for_float32_on_cpu(plain, tok):
+def test_packing_is_only_offered_for_float32_and_bfloat16_on_cpu(plain, tok):
     assert packing_supported(plain)
-    assert not packing_supported(copy.deepcopy(plain).to(torch.bfloat16))
+    assert packing_supported(copy.deepcopy(plain).to(torch.bfloat16))  # the bf16 engine (agentrl.precision)
+    assert not packing_supported(copy.deepcopy(plain).to(torch.float16))
     on = EmbeddedEngine(plain, tok, seed=0)
     off = EmbeddedEngine(plain, tok, seed=0, packed_weights=False)
     try:
