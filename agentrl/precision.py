@@ -61,14 +61,19 @@ def cpu_flags() -> frozenset[str]:
     return frozenset()
 
 
+def bf16_flags(flags: frozenset[str] | None = None) -> list[str]:
+    """The bf16 matrix-unit flags this CPU reports (of BF16_CPU_FLAGS; `flags` replaces the detection)."""
+    flags = cpu_flags() if flags is None else flags
+    return [f for f in BF16_CPU_FLAGS if f in flags]
+
+
 def _auto(device: str, flags: frozenset[str] | None) -> Precision:
     """What `auto` picks on `device`."""
     if device.startswith("cuda"):
         if torch.cuda.is_available() and torch.cuda.is_bf16_supported():
             return Precision("bfloat16", "the CUDA device supports bf16")
         return Precision("float32", "the CUDA device has no bf16 support")
-    flags = cpu_flags() if flags is None else flags
-    have = [f for f in BF16_CPU_FLAGS if f in flags]
+    have = bf16_flags(flags)
     if have:
         return Precision("bfloat16", f"this CPU has {' and '.join(have)}")
     return Precision("float32", f"this CPU has no {' or '.join(BF16_CPU_FLAGS)}: bf16 would be emulated, slower than fp32")

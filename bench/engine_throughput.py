@@ -146,7 +146,7 @@ def main() -> int:
     client = SGLangClient(url)
     best: dict[str, float] = {}
     last: dict[str, list] = {}
-    flags = sorted(precision.cpu_flags() & set(precision.BF16_CPU_FLAGS)) or ["none"]
+    flags = precision.bf16_flags() or ["none"]
     mm32, mm16 = precision.matmul_gflops(torch.float32), precision.matmul_gflops(torch.bfloat16)
     print(f"CPU bf16 flags: {', '.join(flags)}; matmul fp32 {mm32:.0f} GFLOP/s, bf16 {mm16:.0f} GFLOP/s "
           f"({mm16 / mm32:.2f}×); `auto` picks {precision.resolve('auto').describe()}", flush=True)

@@ -43,7 +43,7 @@ def outside(lp_old: torch.Tensor, lp_mu: torch.Tensor, mask: torch.Tensor, cap: 
 async def main(args) -> None:
     """Sample with each engine dtype, recompute with each trainer dtype, print the mismatch table."""
     cfg = load_config("swe_lite", args.config, overrides=["rollout.dynamic_sampling=false", *args.overrides])
-    print(f"CPU bf16 flags: {sorted(precision.cpu_flags() & set(precision.BF16_CPU_FLAGS)) or 'none'}; "
+    print(f"CPU bf16 flags: {', '.join(precision.bf16_flags()) or 'none'}; "
           f"workload {cfg.env.name} {cfg.env.kwargs}, {cfg.rollout.tasks_per_step} × {cfg.rollout.group_size} "
           f"episodes at T = {cfg.rollout.temperature}, model {cfg.model.name}", flush=True)
     tok = load_tokenizer(cfg.model.name)

@@ -155,7 +155,7 @@ async def main(args) -> None:
     agentrl.register("bench_addition", AdditionEnv, description="peer addition workload")
     precisions = args.precisions.split(",")
     n_params = sum(p.numel() for p in load_model(args.model).parameters())
-    flags = sorted(set(precision.cpu_flags()) & set(precision.BF16_CPU_FLAGS)) or ["none"]
+    flags = precision.bf16_flags() or ["none"]
     print(f"CPU bf16 flags: {', '.join(flags)}; `auto` picks {precision.resolve('auto').describe()}")
     ceilings, gflops = {}, {}
     for name in precisions:
