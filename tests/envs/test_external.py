@@ -176,10 +176,10 @@ def test_train_one_step_on_an_external_agent_from_the_cli(tmp_path, capsys):
     assert len(lines) == 4 and all(json.loads(x)["metrics"]["gateway/calls"] == 2 for x in lines)
 
 
-def test_the_example_calc_agent_round_trips_a_tool_call_and_earns_its_reward(renderer):
-    """examples/calc_agent.py, unchanged, against a scripted engine that calls the tool and then answers: the
-    tool call reaches the agent as OpenAI tool_calls, its result comes back as a `tool` message rendered after the
-    sampled ids, and the reward is the program's verdict (1.0)."""
+def test_the_example_openai_agent_round_trips_a_tool_call_and_earns_its_reward(renderer):
+    """examples/openai_agent.py (written against the `openai` package), unchanged, against a scripted engine that
+    calls the tool and then answers: the tool call reaches the agent as OpenAI tool_calls, its result comes back
+    as a `tool` message rendered after the sampled ids, and the reward is the program's verdict (1.0)."""
     from pathlib import Path
 
     from agentrl.envs.external import load_agent
@@ -187,7 +187,7 @@ def test_the_example_calc_agent_round_trips_a_tool_call_and_earns_its_reward(ren
     from agentrl.tool_calls import format_call
     from tests.rollout.scripted_engine import ScriptedEngine
 
-    path = Path(__file__).resolve().parents[2] / "examples" / "calc_agent.py"
+    path = Path(__file__).resolve().parents[2] / "examples" / "openai_agent.py"
     module, _ = load_agent(f"{path}:run")
     seed = 3
     t = module.task(seed)

@@ -1,17 +1,21 @@
-"""A plain OpenAI-style tool-using agent, trained unchanged through the gateway (docs/gateway.md).
+"""A plain tool-using agent written against the `openai` package, trained unchanged through the gateway.
 
-    agentrl train --env external:examples/calc_agent.py:run model.name=smollm2-135m-instruct
+    pip install openai        # already there with agentrl's dev extras
+    agentrl train --env external:examples/openai_agent.py:run model.name=smollm2-135m-instruct
+    agentrl eval --env external:examples/openai_agent.py:run --model runs/<run>/checkpoints/step_N/model
 
 The agent is an ordinary loop over chat completions with a `calc` tool: it sends OpenAI messages, runs the
-tool calls it gets back, appends `tool` messages and stops at the first answer without a call. It knows
-nothing of agentrl except the `client` it is handed (`client.base_url` / `client.api_key` work with the
-`openai` package too: ``openai.AsyncOpenAI(base_url=client.base_url, api_key=client.api_key)``).
+tool calls it gets back, appends `tool` messages and stops at the first answer without a call. All it takes
+from agentrl is the endpoint of its episode (`client.base_url`, `client.api_key`); everything else is the
+OpenAI client as any agent uses it (docs/gateway.md).
 """
 
 from __future__ import annotations
 
 import json
 import random
+
+from openai import AsyncOpenAI
 
 SYSTEM = "Solve the arithmetic problem. Use the calc tool for every computation, then answer with the number."
 TOOLS = [{"type": "function", "function": {
@@ -40,14 +44,16 @@ def calc(expression: str) -> str:
 
 async def run(task: dict, client, max_steps: int = 4) -> float:
     """The agent loop; returns 1.0 if the final answer contains the right number, else 0.0."""
-    messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": task["question"]}]
-    for _ in range(max_steps):
-        reply = await client.chat(messages, tools=TOOLS, max_tokens=96)
-        message = reply["choices"][0]["message"]
-        messages.append(message)
-        if not message.get("tool_calls"):
-            return float(str(task["answer"]) in (message.get("content") or ""))
-        for call in message["tool_calls"]:
-            args = json.loads(call["function"]["arguments"])
-            messages.append({"role": "tool", "tool_call_id": call["id"], "content": calc(str(args.get("expression", "")))})
+    async with AsyncOpenAI(base_url=client.base_url, api_key=client.api_key) as llm:
+        messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": task["question"]}]
+        for _ in range(max_steps):
+            reply = await llm.chat.completions.create(model="agentrl", messages=messages, tools=TOOLS, max_tokens=96)
+            message = reply.choices[0].message
+            messages.append(message)
+            if not message.tool_calls:
+                return float(str(task["answer"]) in (message.content or ""))
+            for call in message.tool_calls:
+                args = json.loads(call.function.arguments)
+                messages.append({"role": "tool", "tool_call_id": call.id,
+                                 "content": calc(str(args.get("expression", "")))})
     return 0.0
