@@ -36,7 +36,8 @@ from agentrl.errors import ConfigError, UnknownEnv
 NAMESPACE = "agentrl"
 ENTRY_POINT_GROUP = "agentrl.envs"
 EXTERNAL = "external:"
-"""Prefix of an agent program trained through the gateway: "external:my_agent.py:run" (agentrl.envs.external)."""
+"""Prefix of an agent program trained through the gateway: "external:my_agent.py:run" or "external:cmd:python
+agent.py" (agentrl.envs.external)."""
 
 log = logging.getLogger(__name__)
 
@@ -160,16 +161,17 @@ def _register_class_path(name: str) -> str:
 
 
 def _register_external(name: str) -> str:
-    """Register "external:<file.py or module>:<fn>" (an agent program run through the gateway) after checking
-    that the function loads; UnknownEnv says what is wrong."""
-    from agentrl.envs.external import absolute_ref, load_agent
+    """Register "external:<file.py or module>:<fn>" or "external:cmd:<command line>" (an agent program run
+    through the gateway) after checking that the function loads or the command's program exists; UnknownEnv
+    says what is wrong."""
+    from agentrl.envs.external import resolve_agent
 
     ref = name[len(EXTERNAL):]
     try:
-        load_agent(ref)
+        agent = resolve_agent(ref)
     except ConfigError as e:
         raise UnknownEnv(f'env "{name}": {e}') from None
-    return register(name, "agentrl.envs.external:ExternalEnv", kwargs={"agent": absolute_ref(ref)},
+    return register(name, "agentrl.envs.external:ExternalEnv", kwargs={"agent": agent},
                     description=f"agent program {ref} through the gateway")
 
 

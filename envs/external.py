@@ -2,20 +2,26 @@
 
     agentrl train --env external:my_agent.py:run          # a file, and the function in it
     agentrl train --env external:my_pkg.agents:run        # an importable module
+    agentrl train --env "external:cmd:python my_agent.py --flag"   # a command line (CommandAgent)
 
 The program is a function ``async def run(task, client) -> reward`` (a plain ``def`` runs in a worker thread,
 so a synchronous OpenAI client works too). `client` is an agentrl.gateway.AgentClient: `client.base_url`
 (…/sessions/<id>/v1) and `client.api_key` go to any OpenAI-compatible client, or call `await
 client.chat(messages, ...)`. What `run` returns is the reward: a number, or a dict with a "reward" key (the
 rest is kept as reward_info). Tasks come from the module: a list `TASKS` (an episode draws one with its
-seed), or a function `task(seed)`; without either the task is ``{"seed": seed}``.
+seed), or a function `task(seed)`; without either the task is ``{"seed": seed}``. The env kwarg `tasks` (a
+JSONL file of task objects, `env.kwargs.tasks=tasks.jsonl`) replaces both.
+
+A command line runs once per episode as a subprocess with OPENAI_BASE_URL, OPENAI_API_KEY, OPENAI_MODEL and
+AGENTRL_TASK (the task as JSON, also written to its stdin) set; the last non-empty line of its stdout is the
+reward (a number, or a JSON object with a "reward" key). Its process group is killed when the episode ends.
 
 Every call the program makes is recorded token-in/token-out (agentrl.gateway.session): the trajectory holds
-the exact ids the engine sampled. Failures follow the one failure table: the program raising, returning a
-non-number, making no model call, or running past the episode deadline is env_error (masked, never trained
-as 0); an engine failure is engine_error (retried); a session budget (rollout.max_turns calls,
-max_context_tokens) ends the episode as max_turns / max_tokens, scored with what the program returns (0 if
-it raises).
+the exact ids the engine sampled. Failures follow the one failure table: the program raising (a command
+exiting non-zero), returning a non-number, making no model call, or running past the episode deadline is
+env_error (masked, never trained as 0); an engine failure is engine_error (retried); a session budget
+(rollout.max_turns calls, max_context_tokens) ends the episode as max_turns / max_tokens, scored with what the
+program returns (0 if it raises).
 """
 
 from __future__ import annotations
@@ -25,6 +31,11 @@ import hashlib
 import importlib
 import importlib.util
 import inspect
+import json
+import os
+import shlex
+import shutil
+import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -36,7 +47,13 @@ from agentrl.rollout.engine import SamplingParams
 from agentrl.types import TerminationReason as TR
 from agentrl.types import user
 
+CMD = "cmd:"
+"""Prefix of an agent given as a command line: "cmd:python my_agent.py --flag" (CommandAgent)."""
+STDERR_TAIL = 500
+"""Characters of a failed command's stderr kept in the episode's termination detail."""
+
 _modules: dict[str, Any] = {}
+_task_files: dict[tuple[str, int], list] = {}  # (path, mtime) -> tasks of the last JSONL file read
 _gateways: dict[tuple[int, int, int], list] = {}  # (engine, renderer, loop) -> [Gateway, sessions, start task]
 
 
@@ -87,6 +104,150 @@ def absolute_ref(ref: str) -> str:
     return f"{where}:{attr}"
 
 
+def command_argv(command: str) -> list[str]:
+    """The argv of a command line, checked and made location-independent: the program must be on PATH (a bare
+    name, kept bare) or an existing executable file; every relative argument that names an existing file (the
+    program's path, its script) becomes absolute, so workers in other directories run the same thing."""
+    try:
+        argv = shlex.split(command)
+    except ValueError as e:
+        raise ConfigError(f"cannot split the agent command {command!r}: {e}") from None
+    if not argv:
+        raise ConfigError('the agent command is empty; expected e.g. "external:cmd:python my_agent.py"')
+    program = argv[0]
+    if "/" not in program:
+        if shutil.which(program) is None:
+            raise ConfigError(f"agent command program {program!r} is not on PATH")
+    else:
+        path = Path(program).expanduser().resolve()
+        if not path.is_file():
+            raise ConfigError(f"agent command program {program!r} does not exist (looked for {path})")
+        if not os.access(path, os.X_OK):
+            raise ConfigError(f"agent command program {program!r} is not executable (chmod +x it, or name its "
+                              f"interpreter: cmd:python {program})")
+        argv[0] = str(path)
+    return argv[:1] + [str(Path(a).resolve()) if not a.startswith("-") and Path(a).exists() else a for a in argv[1:]]
+
+
+def resolve_agent(ref: str) -> str:
+    """The location-independent form of an agent reference ("cmd:<command>" or "file.py:fn"), after checking it
+    loads or runs; ConfigError says what is wrong."""
+    if ref.startswith(CMD):
+        return CMD + shlex.join(command_argv(ref[len(CMD):]))
+    load_agent(ref)
+    return absolute_ref(ref)
+
+
+def read_tasks(path: str) -> list[dict[str, Any]]:
+    """The task objects of a JSONL file (blank lines skipped; read once per file version, not per episode);
+    ConfigError names the file and line."""
+    file = Path(path).expanduser().resolve()
+    if not file.is_file():
+        raise ConfigError(f"env.kwargs.tasks: {path!r} does not exist (looked for {file})")
+    key = (str(file), file.stat().st_mtime_ns)
+    if key not in _task_files:
+        _task_files.clear()
+        _task_files[key] = _parse_tasks(file, path)
+    return _task_files[key]
+
+
+def _parse_tasks(file: Path, path: str) -> list[dict[str, Any]]:
+    tasks = []
+    for i, line in enumerate(file.read_text().splitlines(), 1):
+        if line.strip():
+            try:
+                tasks.append(json.loads(line))
+            except ValueError as e:
+                raise ConfigError(f"env.kwargs.tasks: {path}:{i} is not JSON: {e}") from None
+            if not isinstance(tasks[-1], dict):
+                raise ConfigError(f"env.kwargs.tasks: {path}:{i} is not a JSON object")
+    if not tasks:
+        raise ConfigError(f"env.kwargs.tasks: {path!r} holds no tasks")
+    return tasks
+
+
+class AgentFailed(Exception):
+    """An agent program's failure, already in words (the episode's termination detail)."""
+
+
+class PythonAgent:
+    """The program is a function `run(task, client)`; its module may carry TASKS or task(seed)."""
+
+    def __init__(self, ref: str):
+        self.module, self.fn = load_agent(ref)
+        self.tasks, self.make_task = getattr(self.module, "TASKS", None), getattr(self.module, "task", None)
+        self.note = ""
+
+    async def __call__(self, task: Any, client: AgentClient) -> Any:
+        if inspect.iscoroutinefunction(self.fn):
+            return await self.fn(task, client)
+        return await asyncio.to_thread(self.fn, task, client)
+
+
+class CommandAgent:
+    """The program is a command line, started once per episode in its own session (process group).
+
+    Its environment is this process's plus OPENAI_BASE_URL, OPENAI_API_KEY, OPENAI_MODEL and AGENTRL_TASK; the
+    task JSON is also written to its stdin. The reward is the last non-empty line of its stdout. However the call
+    ends (exit, deadline, cancellation), the process group is killed before it returns: nothing outlives it.
+    """
+
+    tasks = make_task = None
+
+    def __init__(self, argv: list[str]):
+        self.argv = argv
+        self.note = ""  # exit code and stderr tail of the last run, for any env_error detail
+
+    async def __call__(self, task: Any, client: AgentClient) -> Any:
+        payload = json.dumps(task)
+        env = {**os.environ, "OPENAI_BASE_URL": client.base_url, "OPENAI_API_KEY": client.api_key,
+               "OPENAI_MODEL": client.model, "AGENTRL_TASK": payload}
+        self.note = ""
+        proc = await asyncio.create_subprocess_exec(
+            *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE, env=env, start_new_session=True)
+        try:
+            out, err = await proc.communicate((payload + "\n").encode())
+        finally:
+            if proc.returncode is None:
+                self.note = "its process group was killed"
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)  # its own session: pgid == pid; also any children it left
+            except ProcessLookupError:
+                pass
+            if proc.returncode is None:
+                await proc.wait()
+        tail = err.decode(errors="replace")[-STDERR_TAIL:].strip()
+        self.note = f"exit code {proc.returncode}; stderr: {tail!r}"
+        if proc.returncode != 0:
+            raise AgentFailed(f"the agent command exited non-zero ({self.note})")
+        lines = [x.strip() for x in out.decode(errors="replace").splitlines() if x.strip()]
+        return parse_reward(lines[-1] if lines else "", self.note)
+
+
+def parse_reward(line: str, note: str) -> Any:
+    """A command's reward line: a number, or a JSON object with a "reward" key (kept whole: the rest is info)."""
+    try:
+        return float(line)
+    except ValueError:
+        pass
+    try:
+        value = json.loads(line)
+    except ValueError:
+        value = None
+    if isinstance(value, dict) and "reward" in value:
+        return value
+    raise AgentFailed(f"the agent command's last stdout line {line!r:.200} is not a number or a JSON object with "
+                      f'"reward" ({note})')
+
+
+def make_program(agent: str) -> PythonAgent | CommandAgent:
+    """The program an agent reference names: "cmd:<command line>" or "file.py:fn" / "module:fn"."""
+    if agent.startswith(CMD):
+        return CommandAgent(command_argv(agent[len(CMD):]))
+    return PythonAgent(absolute_ref(agent))
+
+
 async def _acquire(engine: Any, renderer: Any) -> Gateway:
     """The gateway of this engine on this event loop, started by the first session that needs it."""
     key = (id(engine), id(renderer), id(asyncio.get_running_loop()))
@@ -118,30 +279,33 @@ class ExternalEnv(AgentEnv):
     """Runs an agent program against its own gateway session; the reward is what the program returns.
 
     ## Task
-    One of the module's `TASKS` (drawn with the episode's seed), `task(seed)`, or {"seed": seed}.
+    One of `tasks` or the module's `TASKS` (drawn with the episode's seed), `task(seed)`, or {"seed": seed}.
 
     ## Actions / Observations
     The program's chat-completion calls; the trajectory records them token-in/token-out.
 
     ## Reward
-    The number `run(task, client)` returns (or its dict's "reward").
+    The number `run(task, client)` returns (or its dict's "reward"); a command's last stdout line.
 
     ## Episode End
-    When `run` returns, raises (env_error), or runs past rollout.episode_timeout_s (env_error).
+    When `run` returns, raises or a command exits non-zero (env_error), or runs past
+    rollout.episode_timeout_s (env_error).
 
     ## Arguments
-    agent: "path/to/file.py:fn" or "package.module:fn".
+    agent: "path/to/file.py:fn", "package.module:fn" or "cmd:<command line>".
+    tasks: a JSONL file of task objects (drawn with the episode's seed; an "id" key is the task_id).
     """
 
-    def __init__(self, agent: str):
-        self.agent = absolute_ref(agent)
-        self.module, self.fn = load_agent(self.agent)
+    def __init__(self, agent: str, tasks: str | None = None):
+        self.agent = agent if agent.startswith(CMD) else absolute_ref(agent)
+        self.program = make_program(agent)
+        self.tasks = read_tasks(tasks) if tasks else self.program.tasks
         self.task: Any = None
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         """Draw the task; the messages are only for display (the program writes its own)."""
         super().reset(seed=seed)
-        tasks, make = getattr(self.module, "TASKS", None), getattr(self.module, "task", None)
+        tasks, make = self.tasks, self.program.make_task
         if isinstance(tasks, (list, tuple)) and tasks:
             index = int(self.np_random.integers(len(tasks)))
             self.task, task_id = tasks[index], str(index)
@@ -156,11 +320,6 @@ class ExternalEnv(AgentEnv):
     def step(self, action: str):
         """Not used: the agent program drives the episode (see run_agent)."""
         raise NotImplementedError("ExternalEnv is driven by its agent program; the agent loop calls run_agent")
-
-    async def _call(self, client: AgentClient) -> Any:
-        if inspect.iscoroutinefunction(self.fn):
-            return await self.fn(self.task, client)
-        return await asyncio.to_thread(self.fn, self.task, client)
 
     async def run_agent(self, engine: Any, renderer: Any, cfg: Any, traj: Any, *, seed: int | None,
                         options: dict | None, sampling_seed: int | None) -> None:
@@ -185,15 +344,21 @@ class ExternalEnv(AgentEnv):
                                  max_new_tokens=cfg.max_new_tokens))
         result, failure = None, None
         try:
-            result = await asyncio.wait_for(self._call(AgentClient(session.base_url, session.api_key)), cfg.timeout_s)
+            client = AgentClient(session.base_url, session.api_key, gw.model_name)
+            result = await asyncio.wait_for(self.program(self.task, client), cfg.timeout_s)
         except TimeoutError:
             failure = f"the agent program ran past the episode deadline ({cfg.timeout_s:g}s); its session was closed"
+        except AgentFailed as e:
+            failure = str(e)
         except Exception as e:  # noqa: BLE001 - the program's crash is this episode's ending
             failure = f"the agent program raised {type(e).__name__}: {e}"
         finally:
             gw.close_session(session.id)
             await _release(gw)
         self._finish(traj, session, result, failure)
+        note = self.program.note  # a command's exit code and stderr tail (or that it was killed)
+        if traj.termination is TR.ENV_ERROR and note and note not in traj.termination_detail:
+            traj.termination_detail += f" ({note})"
         traj.metrics["timing/episode_s"] = time.monotonic() - start
 
     def _finish(self, traj: Any, session: Any, result: Any, failure: str | None) -> None:
