@@ -399,7 +399,13 @@ def _init(c) -> None:
     if c.address is None:
         # Every worker must fit, even on a small machine: its episodes mostly wait on the engine and sandboxes.
         cpus = max(os.cpu_count() or 1, math.ceil(c.num_workers * c.cpus_per_worker))
-        start_local_ray(cpus, {k: v * c.num_workers for k, v in c.worker_resources.items()})
+        try:
+            start_local_ray(cpus, {k: v * c.num_workers for k, v in c.worker_resources.items()})
+        except Exception as e:  # noqa: BLE001 - Ray raises bare Exception when its node does not come up
+            raise ClusterError(
+                f"the local Ray cluster did not start: {_first_line(e)} (a loaded machine can miss Ray's start-up "
+                "deadline: retry, or start one with `ray start --head` and set cluster.address=auto)"
+            ) from None
         return
     try:
         ray.init(address=c.address, logging_level=logging.WARNING)

@@ -259,3 +259,30 @@ def test_workers_that_no_node_can_place_fail_at_once_with_the_missing_resource(r
 
     with pytest.raises(ClusterError, match=r"docker=1.*--resources"):
         asyncio.run(go())
+
+
+AGENT = '''
+async def run(task, client):
+    """Two calls, the second sending back the first reply; reward: the parity of the last reply's length."""
+    msgs = [{"role": "user", "content": f"Say a word ({task['seed']})."}]
+    first = await client.chat(msgs, max_tokens=4)
+    msgs += [first["choices"][0]["message"], {"role": "user", "content": "Again."}]
+    second = await client.chat(msgs, max_tokens=4)
+    return float(len(second["choices"][0]["message"]["content"]) % 2)
+'''
+
+
+def test_an_external_agent_program_trains_on_ray_workers(ray_cluster, tmp_path):
+    """Guards agent programs across processes: each rollout worker starts its own gateway in front of the
+    engine's HTTP endpoint, the program's calls are recorded token-in/token-out there, and the trainer's
+    recompute on the driver agrees with the behaviour logprobs the workers brought back."""
+    agent = tmp_path / "agent.py"
+    agent.write_text(AGENT)
+    cfg = _cfg(tmp_path, f"env.name=external:{agent}:run", "rollout.tasks_per_step=2", "rollout.group_size=2",
+               "rollout.dynamic_sampling=false", "rollout.max_new_tokens=6", "cluster.backend=ray",
+               "cluster.num_workers=2")
+    result = train(cfg)
+    last = json.loads(result.metrics.read_text().splitlines()[-1])
+    assert last["termination/done"] == 4 and last["gateway/prefix_mismatch_rate"] == 0.0
+    assert last["gateway/calls_mean"] == 2.0 and last["rollout/workers_lost"] == 0
+    assert last["mismatch/logprob_abs_diff_max"] < 1e-3, last["mismatch/logprob_abs_diff_max"]
