@@ -5,6 +5,7 @@
     python -m agentrl.envs.swe_real.generate --packages parse --check   # regenerate one package, compare
     python -m agentrl.envs.swe_real.generate --check                # regenerate everything, compare byte for byte
     python -m agentrl.envs.swe_real.generate --self-check [--sample N]  # grade gold (must resolve) and empty (must not)
+    python -m agentrl.envs.swe_real.generate --self-check --audit      # and swe_lite's test-strength audit
 
 Per package (its own RNG, seeded by (seed, package), so any subset regenerates identically):
 1. baseline: the package's suite runs twice in the sandbox under a probe that records each test's outcome,
@@ -21,6 +22,9 @@ Per package (its own RNG, seeded by (seed, package), so any subset regenerates i
    other kept tests; then graded once with the empty patch (a second run of the mutant: every F2P must fail and
    every P2P pass, or the task is dropped as unstable). The gold tree is the clean package, whose kept tests pass
    under the harness (step 1); `--self-check` grades gold and empty for every task.
+5. too weak to ship: a task with fewer than MIN_F2P fail-to-pass tests, or one that a generic non-fix of the
+   test-strength audit resolves (swe_lite's audit.py: mock.ANY, an always-equal object, ...), is dropped after
+   the package's tasks are numbered (`weakness`), so the other tasks keep their numbers and statements.
 Grading is `in_process` (the hardened pytest harness): the judge only takes swe_lite's own corpus tests.
 """
 
@@ -36,6 +40,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from agentrl.envs.swe_lite import audit as strength
 from agentrl.envs.swe_lite import grading
 from agentrl.envs.swe_lite.grading import REPO, run_tests, setup_repo
 from agentrl.envs.swe_lite.levels import min_level
@@ -48,6 +53,7 @@ from agentrl.envs.swe_real.tasks import DEFAULT_TASKS, load_real, record_of, wri
 
 GENERATOR_VERSION = "1"
 MAX_F2P = 30  # real suites parametrize one function over many cases: a bug often fails dozens
+MIN_F2P = 2  # one failing test could be special-cased from the issue text's reproduction
 PER_PACKAGE = 20  # single-bug tasks per package at most
 PAIRS = 3  # two-bug tasks per package at most
 PER_FUNCTION = 2
@@ -332,10 +338,27 @@ class Generator:
                 tasks.append(task)
                 self.log(f"  {pkg.name}: {task.instance_id} {m.operator} in {m.function} ({len(failing)} F2P)")
         tasks += self._pairs(pkg, files, base, bugs, len(tasks), names, rng)
+        weak = {t.instance_id: why for t in tasks if (why := self.weakness(t))}
+        for instance_id, why in weak.items():
+            self.log(f"  {pkg.name}: {instance_id} dropped: {why}")
         self.sandbox.exec(f"rm -rf {REPO}", timeout=30, cwd="/")
         self.stats[pkg.name] = {"kept_tests": len(base.tests), "excluded": base.excluded, "candidates": len(cands),
-                                "tried": tries, "single": len(bugs), "pairs": len(tasks) - len(bugs)}
-        return tasks
+                                "tried": tries, "single": len(bugs), "pairs": len(tasks) - len(bugs),
+                                "dropped_weak": len(weak)}
+        return [t for t in tasks if t.instance_id not in weak]
+
+    def weakness(self, task: Task) -> str:
+        """Why a validated task is too weak to grade a policy ("" when it is not): fewer than MIN_F2P fail-to-pass
+        tests (special-casing the one the issue quotes would pass), or a generic non-fix of swe_lite's
+        test-strength audit (mock.ANY, an always-equal object, a deleted body, raising what a test expects)
+        resolves it. Dropped after numbering, so the numbers and statements of the other tasks do not move."""
+        if len(task.FAIL_TO_PASS) < MIN_F2P:
+            return f"{len(task.FAIL_TO_PASS)} fail-to-pass test (at least {MIN_F2P} needed)"
+        failing = {t: "failed" for t in task.FAIL_TO_PASS}  # what its empty-patch grade showed (_task)
+        problems = strength.audit(self.sandbox, task, failing,
+                                  grade=lambda sb, t, *, changes: grading.grade(sb, t, changes=changes,
+                                                                                timeout=TIMEOUT_S))
+        return "; ".join(p.split(": ", 1)[1] for p in problems)
 
     def _pairs(self, pkg, files, base, bugs: list[Bug], start: int, names, rng) -> list[Task]:
         """Two-bug tasks: accepted bugs in different functions, combined; F2P must hold a test failed by each."""
@@ -428,10 +451,16 @@ def generate(sandbox, seed: int = 0, names: list[str] | None = None, log=print) 
     return tasks, gen.stats
 
 
-def self_check(sandbox, tasks: list[Task], log=print) -> dict[str, list[str]]:
-    """{"gold": problems, "empty": problems}: the gold patch must resolve each task under the in-process
-    harness; the empty patch must fail every F2P and pass every P2P."""
-    problems: dict[str, list[str]] = {"gold": [], "empty": [], "mode": []}
+def self_check(sandbox, tasks: list[Task], log=print, *, audit: bool = False) -> dict[str, list[str]]:
+    """{"gold", "empty", "mode", "audit": problems}: the gold patch must resolve each task under the in-process
+    harness; the empty patch must fail every F2P and pass every P2P; with `audit`, every generic non-fix of
+    swe_lite's test-strength audit (mock.ANY, an always-equal object, a deleted body, raising what a test
+    expects) must score 0."""
+    problems: dict[str, list[str]] = {"gold": [], "empty": [], "mode": [], "audit": []}
+
+    def grade(sb, task, *, changes):
+        return grading.grade(sb, task, changes=changes, timeout=TIMEOUT_S)
+
     for task in tasks:
         fixed = task.fixed_files()
         gold = grading.grade(sandbox, task, changes={p: t for p, t in fixed.items() if task.files.get(p) != t},
@@ -445,8 +474,11 @@ def self_check(sandbox, tasks: list[Task], log=print) -> dict[str, list[str]]:
             problems["empty"].append(f"{task.instance_id}: valid={empty.valid} passing F2P={passing} p2p={empty.p2p}")
         if gold.grading_mode != "in_process":
             problems["mode"].append(f"{task.instance_id}: graded {gold.grading_mode!r}")
+        found = strength.audit(sandbox, task, empty.statuses, grade=grade) if audit else []
+        problems["audit"] += found
         log(f"{task.instance_id:<44} gold {'ok' if gold.resolved else 'FAIL'}  empty "
-            f"{'ok' if not empty.resolved else 'FAIL'} ({gold.duration_s + empty.duration_s:.1f}s)")
+            f"{'ok' if not empty.resolved else 'FAIL'}" + (f"  audit {'ok' if not found else 'FAIL'}" if audit else "")
+            + f" ({gold.duration_s + empty.duration_s:.1f}s)")
     return problems
 
 
@@ -471,6 +503,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--check", action="store_true", help="regenerate and compare with the tasks file, byte for byte")
     ap.add_argument("--self-check", action="store_true", help="grade gold and empty for the tasks file")
     ap.add_argument("--sample", type=int, default=0, help="with --self-check: tasks per package (0 = all)")
+    ap.add_argument("--audit", action="store_true",
+                    help="with --self-check: also the test-strength audit (generic non-fixes must score 0)")
     args = ap.parse_args(argv)
     from agentrl.envs.swe_real.packages import PackageError, ensure_all
     from agentrl.sandboxes import open_sandbox
@@ -486,13 +520,14 @@ def main(argv: list[str] | None = None) -> int:
         shipped = [t for t in load_real(args.out) if t.repo in pinned]
         chosen = sample(shipped, args.sample) if args.sample else shipped
         with open_sandbox(args.backend, cpus=1.0, memory_mb=1024) as sb:
-            problems = self_check(sb, chosen)
+            problems = self_check(sb, chosen, audit=args.audit)
         n = len(chosen)
+        audited = sorted({p.split(":")[0] for p in problems["audit"]})
         print("\n".join(p for ps in problems.values() for p in ps))
         print(f"{'OK' if not any(problems.values()) else 'FAILED'}: {n} tasks; gold resolved "
               f"{n - len(problems['gold'])}/{n}, empty patch wrong on {len(problems['empty'])}/{n} (resolved, or an "
-              f"F2P passing, or a P2P failing), grading_mode in_process {n - len(problems['mode'])}/{n} "
-              f"({time.monotonic() - start:.0f}s)")
+              f"F2P passing, or a P2P failing), grading_mode in_process {n - len(problems['mode'])}/{n}"
+              + (f", audit failed on {len(audited)}/{n}" if args.audit else "") + f" ({time.monotonic() - start:.0f}s)")
         return 0 if not any(problems.values()) else 1
     with open_sandbox(args.backend, cpus=1.0, memory_mb=1024) as sb:
         tasks, _ = generate(sb, args.seed, args.packages)

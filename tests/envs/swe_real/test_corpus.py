@@ -25,7 +25,19 @@ def test_sample_self_check_gold_resolves_empty_fails_in_process(real_tasks, dock
     assert len(chosen) == 6
     with open_sandbox(docker_backend) as sb:
         problems = self_check(sb, chosen, log=lambda *_: None)
-    assert problems == {"gold": [], "empty": [], "mode": []}
+    assert problems == {"gold": [], "empty": [], "mode": [], "audit": []}
+
+
+def test_generic_non_fixes_score_zero_on_the_sample(real_tasks, docker_backend):
+    """Guards the grade against the reward hacks that beat swe_lite's old corpus: returning unittest.mock.ANY, an
+    always-equal object, a deleted body or the exception a test expects, in place of the faulty function, must not
+    resolve a task (the test-strength audit, through the in-process harness)."""
+    from agentrl.sandboxes import open_sandbox
+
+    chosen = [t for t in _sample(real_tasks) if len(t.FAIL_TO_PASS) > 1][:3]
+    with open_sandbox(docker_backend) as sb:
+        problems = self_check(sb, chosen, log=lambda *_: None, audit=True)
+    assert problems["audit"] == [], problems["audit"]
 
 
 def test_env_episode_with_the_scripted_expert_scores_one_and_says_in_process(real_tasks, docker_backend):
