@@ -29,6 +29,8 @@ class AgentClient:
     base_url: str
     api_key: str
     model: str = "agentrl"
+    timeout_s: float | None = None
+    """Limit of one call; None: none (in training the episode deadline, rollout.episode_timeout_s, bounds it)."""
 
     @property
     def headers(self) -> dict[str, str]:
@@ -40,8 +42,9 @@ class AgentClient:
 
         Raises GatewayError when the gateway answers with an error (a spent budget, a bad request)."""
         body = {"model": self.model, "messages": messages, **params}
-        async with aiohttp.ClientSession() as http, http.post(f"{self.base_url}/chat/completions", json=body,
-                                                              headers=self.headers) as resp:
+        timeout = aiohttp.ClientTimeout(total=self.timeout_s)  # not aiohttp's default 5 minutes
+        async with aiohttp.ClientSession(timeout=timeout) as http, \
+                http.post(f"{self.base_url}/chat/completions", json=body, headers=self.headers) as resp:
             data = await resp.json(content_type=None)
             if resp.status != 200:
                 raise GatewayError(resp.status, data)

@@ -2,6 +2,7 @@
 
 Each test writes a small agent file and runs its episodes through the collector (the trainer's episode path),
 so the gateway, the session record and the failure table are the real ones."""
+# ruff: noqa: F811  (fixtures imported from tests.gateway.fixtures are redefined as test arguments)
 
 from __future__ import annotations
 
@@ -14,12 +15,10 @@ import pytest
 
 import agentrl
 from agentrl.errors import UnknownEnv
-from agentrl.models import load_tokenizer
 from agentrl.rollout.agent_loop import LoopConfig
-from agentrl.rollout.chat import ChatRenderer
 from agentrl.rollout.collector import collect_group, summarize
-from agentrl.rollout.embedded import EmbeddedEngine
 from agentrl.types import TerminationReason, scored
+from tests.gateway.fixtures import engine, episodes, renderer, serial_engine  # noqa: F401 (fixtures)
 
 TWO_CALLS = '''
 TASKS = [{"id": "hi", "question": "Say hi."}, {"id": "bye", "question": "Say bye."}]
@@ -33,37 +32,10 @@ async def run(task, client):
 '''
 
 
-@pytest.fixture(scope="module")
-def engine():
-    eng = EmbeddedEngine("tiny", seed=0)
-    yield eng
-    asyncio.run(eng.close())
-
-
-@pytest.fixture(scope="module")
-def serial_engine():
-    """One request at a time: exact-equality tests must not see the float noise of different batchings (which can
-    flip a sampled token near a tie; bench/gateway_throughput.py shows it happening on either path)."""
-    eng = EmbeddedEngine("tiny", seed=0, max_batch_size=1)
-    yield eng
-    asyncio.run(eng.close())
-
-
-@pytest.fixture(scope="module")
-def renderer():
-    return ChatRenderer(load_tokenizer("tiny"))
-
-
 def agent_file(tmp_path, source: str, name: str = "agent.py") -> str:
     path = tmp_path / name
     path.write_text(textwrap.dedent(source))
     return f"external:{path}:run"
-
-
-def episodes(engine, renderer, env_name: str, *, group_size: int = 2, seed: int = 5, **loop):
-    cfg = LoopConfig(**{"max_new_tokens": 6, "max_context_tokens": 512, "max_turns": 4, "timeout_s": 60, **loop})
-    return asyncio.run(collect_group(lambda: agentrl.make(env_name), engine, renderer, seed=seed,
-                                     group_size=group_size, cfg=cfg))
 
 
 def test_an_agent_program_yields_trajectories_with_the_sessions_exact_tokens(serial_engine, renderer, tmp_path):

@@ -3,6 +3,7 @@
 Real subprocesses (small Python scripts run with sys.executable, calling the gateway with urllib), the real
 gateway on loopback and the collector's episode path, so the failure table and the process cleanup are the
 real ones."""
+# ruff: noqa: F811  (fixtures imported from tests.gateway.fixtures are redefined as test arguments)
 
 from __future__ import annotations
 
@@ -18,12 +19,9 @@ import pytest
 
 import agentrl
 from agentrl.errors import UnknownEnv
-from agentrl.models import load_tokenizer
-from agentrl.rollout.agent_loop import LoopConfig
-from agentrl.rollout.chat import ChatRenderer
-from agentrl.rollout.collector import collect_group
-from agentrl.rollout.embedded import EmbeddedEngine
 from agentrl.types import TerminationReason, scored
+from tests.gateway.fixtures import Recording, engine, renderer  # noqa: F401 (fixtures)
+from tests.gateway.fixtures import episodes as shared_episodes
 
 CHAT = '''
 import json, os, sys, urllib.request
@@ -50,43 +48,15 @@ print()
 '''
 
 
-class Recording:
-    """The engine, recording what each generate call returned (the ids the trajectory must hold verbatim)."""
-
-    def __init__(self, engine):
-        self.engine, self.returned = engine, []
-
-    async def generate(self, input_ids, sampling, *, session_id=None):
-        gen = await self.engine.generate(input_ids, sampling, session_id=session_id)
-        self.returned.append(gen)
-        return gen
-
-    def __getattr__(self, name):
-        return getattr(self.engine, name)
-
-
-@pytest.fixture(scope="module")
-def engine():
-    eng = EmbeddedEngine("tiny", seed=0)
-    yield eng
-    asyncio.run(eng.close())
-
-
-@pytest.fixture(scope="module")
-def renderer():
-    return ChatRenderer(load_tokenizer("tiny"))
-
-
 def command(tmp_path, source: str, name: str = "agent.py") -> str:
     path = tmp_path / name
     path.write_text(textwrap.dedent(source))
     return f"external:cmd:{shlex.quote(sys.executable)} {path}"
 
 
-def episodes(engine, renderer, env_name: str, *, group_size: int = 1, seed: int = 5, env_kwargs=None, **loop):
-    cfg = LoopConfig(**{"max_new_tokens": 6, "max_context_tokens": 512, "max_turns": 4, "timeout_s": 60, **loop})
-    return asyncio.run(collect_group(lambda: agentrl.make(env_name, **(env_kwargs or {})), engine, renderer,
-                                     seed=seed, group_size=group_size, cfg=cfg))
+def episodes(engine, renderer, env_name: str, *, group_size: int = 1, **kwargs):
+    """One episode (a group of one) unless asked for more."""
+    return shared_episodes(engine, renderer, env_name, group_size=group_size, **kwargs)
 
 
 def alive(pid: int) -> bool:

@@ -1,7 +1,7 @@
 """The gateway driven by the real `openai` Python package over loopback: what an agent written against the
 OpenAI client sends (pydantic messages sent back as they came, streamed tool-call deltas, the sync client in a
 thread) must record the exact sampled ids, with behaviour logprobs a teacher-forced recompute reproduces."""
-# ruff: noqa: F811  (the fixtures imported from test_server are redefined as test arguments)
+# ruff: noqa: F811  (the fixtures imported from tests.gateway.fixtures are redefined as test arguments)
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ from agentrl.gateway import Gateway
 from agentrl.rollout.engine import SamplingParams
 from agentrl.rollout.sampling import recompute_logprobs
 from agentrl.tool_calls import format_call
-from tests.gateway.test_server import CALC, Recording, engine, renderer  # noqa: F401 (fixtures)
+from tests.gateway.fixtures import Recording, engine, renderer  # noqa: F401 (fixtures)
+from tests.gateway.test_server import CALC
 from tests.rollout.scripted_engine import ScriptedEngine
 
 SAMPLING = SamplingParams(temperature=1.0, max_new_tokens=8)  # requests send no temperature: this is what sampled

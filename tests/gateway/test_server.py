@@ -1,5 +1,6 @@
 """The session gateway over real HTTP on loopback, in front of the tiny model's embedded engine: exact
 token-in/token-out across calls, segments when history is edited, tool calls both ways, OpenAI errors."""
+# ruff: noqa: F811  (fixtures imported from tests.gateway.fixtures are redefined as test arguments)
 
 from __future__ import annotations
 
@@ -11,43 +12,13 @@ import aiohttp
 import pytest
 
 from agentrl.gateway import AgentClient, Gateway, GatewayError, SessionLimits
-from agentrl.models import load_tokenizer
-from agentrl.rollout.chat import ChatRenderer
-from agentrl.rollout.embedded import EmbeddedEngine
 from agentrl.rollout.engine import SamplingParams
 from agentrl.tool_calls import format_call, function_tool
+from tests.gateway.fixtures import Recording, engine, renderer  # noqa: F401 (fixtures)
 from tests.rollout.scripted_engine import ScriptedEngine
 
 SYSTEM = {"role": "system", "content": "You are a terse assistant."}
 CALC = function_tool("calc", "Evaluate an arithmetic expression.", {"expression": {"type": "string"}})
-
-
-class Recording:
-    """The real engine, with every call's prompt and Generation kept (to compare the trajectory against)."""
-
-    def __init__(self, engine):
-        self.engine, self.calls = engine, []
-
-    @property
-    def version(self):
-        return self.engine.version
-
-    async def generate(self, input_ids, sampling, *, session_id=None):
-        gen = await self.engine.generate(input_ids, sampling, session_id=session_id)
-        self.calls.append((list(input_ids), gen))
-        return gen
-
-
-@pytest.fixture(scope="module")
-def engine():
-    eng = EmbeddedEngine("tiny", seed=0)
-    yield eng
-    asyncio.run(eng.close())
-
-
-@pytest.fixture(scope="module")
-def renderer():
-    return ChatRenderer(load_tokenizer("tiny"))
 
 
 @contextlib.asynccontextmanager
@@ -125,10 +96,10 @@ def test_an_edited_history_starts_a_new_segment(engine, renderer):
             session = gw.open_session()
             client = AgentClient(session.base_url, session.api_key)
             first = [SYSTEM, {"role": "user", "content": "Count to three."}]
-            reply = await client.chat(first)
+            reply = await client.chat(first, max_tokens=8)
             edited = [SYSTEM, {"role": "user", "content": "Count to four."}, reply["choices"][0]["message"],
                       {"role": "user", "content": "Go on."}]
-            await client.chat(edited)
+            await client.chat(edited, max_tokens=8)
             return gw.close_session(session.id)
 
     session = asyncio.run(go())
@@ -152,9 +123,10 @@ def test_n_choices_become_segments_that_train_each_sampled_token_once(engine, re
             session = gw.open_session(sampling_seed=3)
             client = AgentClient(session.base_url, session.api_key)
             msgs = [{"role": "user", "content": "Pick a number."}]
-            reply = await client.chat(msgs, n=2)
+            reply = await client.chat(msgs, n=2, max_tokens=8)
             assert [c["index"] for c in reply["choices"]] == [0, 1]
-            await client.chat(msgs + [reply["choices"][1]["message"], {"role": "user", "content": "Why?"}])
+            await client.chat(msgs + [reply["choices"][1]["message"], {"role": "user", "content": "Why?"}],
+                              max_tokens=8)
             return gw.close_session(session.id)
 
     session = asyncio.run(go())
