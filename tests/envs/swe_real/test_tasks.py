@@ -18,7 +18,8 @@ from agentrl.envs.swe_real.tasks import DEFAULT_TASKS, export, load_real, task_o
 def test_enough_tasks_from_enough_packages(real_tasks):
     per_package = Counter(t.repo for t in real_tasks)
     assert len(per_package) >= 9  # click, pinned, is not generated yet (docs/swe_real.md, What is left)
-    assert len(real_tasks) >= 180 and all(n >= 10 for n in per_package.values())
+    # 132 ship: 184 generated, less those too weak to grade (generate.py step 5; docs/swe_real.md)
+    assert len(real_tasks) >= 130 and all(n >= 9 for n in per_package.values())
     assert len({t.instance_id for t in real_tasks}) == len(real_tasks)
 
 
