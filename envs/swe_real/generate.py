@@ -355,9 +355,7 @@ class Generator:
         if len(task.FAIL_TO_PASS) < MIN_F2P:
             return f"{len(task.FAIL_TO_PASS)} fail-to-pass test (at least {MIN_F2P} needed)"
         failing = {t: "failed" for t in task.FAIL_TO_PASS}  # what its empty-patch grade showed (_task)
-        problems = strength.audit(self.sandbox, task, failing,
-                                  grade=lambda sb, t, *, changes: grading.grade(sb, t, changes=changes,
-                                                                                timeout=TIMEOUT_S))
+        problems = strength.audit(self.sandbox, task, failing, grade=_grade)
         return "; ".join(p.split(": ", 1)[1] for p in problems)
 
     def _pairs(self, pkg, files, base, bugs: list[Bug], start: int, names, rng) -> list[Task]:
@@ -422,6 +420,11 @@ class Generator:
         return task if ok else None
 
 
+def _grade(sandbox, task: Task, *, changes: dict[str, str]):
+    """One grade of `task` with `changes` applied, under the generator's deadline (the audit's grade callback)."""
+    return grading.grade(sandbox, task, changes=changes, timeout=TIMEOUT_S)
+
+
 def _apply(files: dict[str, str], bugs: list[Bug]) -> dict[str, str]:
     """{path: mutated text} with every bug applied (later offsets first within a file)."""
     out: dict[str, str] = {}
@@ -457,10 +460,6 @@ def self_check(sandbox, tasks: list[Task], log=print, *, audit: bool = False) ->
     swe_lite's test-strength audit (mock.ANY, an always-equal object, a deleted body, raising what a test
     expects) must score 0."""
     problems: dict[str, list[str]] = {"gold": [], "empty": [], "mode": [], "audit": []}
-
-    def grade(sb, task, *, changes):
-        return grading.grade(sb, task, changes=changes, timeout=TIMEOUT_S)
-
     for task in tasks:
         fixed = task.fixed_files()
         gold = grading.grade(sandbox, task, changes={p: t for p, t in fixed.items() if task.files.get(p) != t},
@@ -474,7 +473,7 @@ def self_check(sandbox, tasks: list[Task], log=print, *, audit: bool = False) ->
             problems["empty"].append(f"{task.instance_id}: valid={empty.valid} passing F2P={passing} p2p={empty.p2p}")
         if gold.grading_mode != "in_process":
             problems["mode"].append(f"{task.instance_id}: graded {gold.grading_mode!r}")
-        found = strength.audit(sandbox, task, empty.statuses, grade=grade) if audit else []
+        found = strength.audit(sandbox, task, empty.statuses, grade=_grade) if audit else []
         problems["audit"] += found
         log(f"{task.instance_id:<44} gold {'ok' if gold.resolved else 'FAIL'}  empty "
             f"{'ok' if not empty.resolved else 'FAIL'}" + (f"  audit {'ok' if not found else 'FAIL'}" if audit else "")
