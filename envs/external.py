@@ -297,7 +297,6 @@ class ExternalEnv(AgentEnv):
     """
 
     def __init__(self, agent: str, tasks: str | None = None):
-        self.agent = agent if agent.startswith(CMD) else absolute_ref(agent)
         self.program = make_program(agent)
         self.tasks = read_tasks(tasks) if tasks else self.program.tasks
         self.task: Any = None
