@@ -1,11 +1,13 @@
-"""Learning benchmark on `swe_lite` with the default model on CPU: greedy resolved rate on held-out test
-modules, per difficulty level, for the base model, after the expert warm start (SFT) and after GRPO from that
-checkpoint, with the wall time of each phase.
+"""Learning benchmark on `swe_lite` (or `swe_real`) with the default model on CPU: greedy resolved rate on
+held-out test modules (packages), per difficulty level, for the base model, after the expert warm start (SFT) and
+after GRPO from that checkpoint, with the wall time of each phase.
 
-    .venv/bin/python bench/learn_swe.py [--levels 0,1,2] [--train-level 0] [--sft-episodes 32] [--grpo-steps 12]
-            [--split test] [--limit N] [--out runs/learn_swe] [--quick] [--reeval] [trainer.lr=1e-5 ...]
+    .venv/bin/python bench/learn_swe.py [--env swe_real] [--levels 0,1,2] [--train-level 0] [--sft-episodes 32]
+            [--grpo-steps 12] [--split test] [--limit N] [--out runs/learn_swe] [--quick] [--reeval]
+            [trainer.lr=1e-5 ...]
 
-The recipe is configs/swe_lite.yaml (dotted overrides win). Held-out tasks are every task of `--split` offered
+The recipe is the env's preset (configs/swe_lite.yaml, configs/swe_real.yaml; dotted overrides win);
+`--grpo-steps 0` stops after the warm start (base and warm-start rates only). Held-out tasks are every task of `--split` offered
 at a level (level 0: one-line fixes), run once each, greedy; modules of the test split never appear in
 training (the corpus is split by module). Each rate has a 95% Wilson interval, and GRPO is compared with the
 warm start on the same tasks by an exact paired sign test (McNemar) per level. Writes OUT/summary.json and
@@ -108,11 +110,14 @@ def load_heldout(path: Path, model: str, task_ids: list[str]) -> tuple[HeldOut, 
 def main(argv: list[str] | None = None) -> dict:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", default="smollm2-135m-instruct")
-    p.add_argument("--config", default=None, help="a YAML recipe over the swe_lite preset (e.g. configs/demo.yaml)")
+    p.add_argument("--env", default="swe_lite", choices=("swe_lite", "swe_real"),
+                   help="swe_lite (module corpus) or swe_real (real packages; held out by package)")
+    p.add_argument("--config", default=None, help="a YAML recipe over the env's preset (e.g. configs/demo.yaml)")
     p.add_argument("--levels", default="0,1,2", help="levels to evaluate, comma-separated")
     p.add_argument("--train-level", default=None, help="env.kwargs.level while training (default: the config's)")
     p.add_argument("--sft-episodes", type=int, default=None, help="default: the config's sft.episodes")
-    p.add_argument("--grpo-steps", type=int, default=None, help="default: the config's trainer.steps")
+    p.add_argument("--grpo-steps", type=int, default=None,
+                   help="default: the config's trainer.steps; 0 stops after the warm start")
     p.add_argument("--split", default="test", help="held-out split(s), e.g. test or dev,test")
     p.add_argument("--limit", type=int, default=None, help="at most this many held-out tasks per level, one per module in turn")
     p.add_argument("--out", default="runs/learn_swe")
@@ -138,10 +143,10 @@ def main(argv: list[str] | None = None) -> dict:
     recipe = args.config
 
     def config(extra: list[str]):
-        return load_config("swe_lite", recipe, overrides=[*base, *extra])
+        return load_config(args.env, recipe, overrides=[*base, *extra])
 
     cfg = config([])
-    tasks = {lv: held_out_tasks(args.split, lv, limit) for lv in levels}
+    tasks = {lv: held_out_tasks(args.split, lv, limit, env=args.env) for lv in levels}
     print("held-out tasks per level: " + ", ".join(f"level {lv}: {len(t)}" for lv, t in tasks.items()), flush=True)
     rows, held = [], {}
 
@@ -164,29 +169,34 @@ def main(argv: list[str] | None = None) -> dict:
 
     if not args.skip_base and not args.reeval:
         phase("base model", args.model, 0.0)
+    with_grpo = args.grpo_steps != 0
     if args.reeval:
         sft_ckpt, grpo_ckpt = latest_checkpoint(out / "sft"), latest_checkpoint(out / "grpo")
-        if sft_ckpt is None or grpo_ckpt is None:
-            raise SystemExit(f"--reeval: no complete sft/ and grpo/ checkpoints under {out}")
+        if sft_ckpt is None or (with_grpo and grpo_ckpt is None):
+            raise SystemExit(f"--reeval: no complete sft/{' and grpo/' if with_grpo else ''} checkpoints under {out}")
         sft_s = grpo_s = 0.0
     else:
         sft_cfg = config(["trainer.steps=0", f"trainer.run_dir={out / 'sft'}"])
         sft, sft_s = timed(train, sft_cfg)
         sft_ckpt = sft.checkpoint
     phase("warm start", str(sft_ckpt / "model"), sft_s)
-    if not args.reeval:
+    grpo_ckpt = None
+    if with_grpo and not args.reeval:
         steps = [f"trainer.steps={args.grpo_steps}"] if args.grpo_steps is not None else []
         grpo_cfg = config([*steps, "sft.episodes=0", f"trainer.run_dir={out / 'grpo'}"])
         grpo, grpo_s = timed(train, grpo_cfg, init_from=str(sft_ckpt))
         grpo_ckpt = grpo.checkpoint
-    phase("GRPO", str(grpo_ckpt / "model"), grpo_s)
+    elif with_grpo:
+        grpo_ckpt = latest_checkpoint(out / "grpo")
+    if grpo_ckpt is not None:
+        phase("GRPO", str(grpo_ckpt / "model"), grpo_s)
 
     paired = {}
-    for lv in levels:
+    for lv in levels if grpo_ckpt is not None else []:
         gained, lost, p_value = paired_sign_test(held[("warm start", lv)], held[("GRPO", lv)])
         paired[lv] = {"gained": gained, "lost": lost, "p_value": p_value}
     total_s = sum(r["train_s"] for r in rows if r["level"] == levels[0]) + sum(r["eval_s"] for r in rows)
-    print(f"\nswe_lite held-out resolved rate (greedy, split {args.split}, 95% Wilson CI); model {args.model}")
+    print(f"\n{args.env} held-out resolved rate (greedy, split {args.split}, 95% Wilson CI); model {args.model}")
     print(f"{'phase':<12} {'level':>5} {'resolved':>9} {'95% CI':>17} {'n':>4} {'train':>8} {'eval':>7}")
     for r in rows:
         ci = "[{:.3f}, {:.3f}]".format(*r["ci95"])
@@ -197,7 +207,8 @@ def main(argv: list[str] | None = None) -> dict:
               f"(exact sign test p = {pr['p_value']:.2g})")
     png = dashboard(rows, out / "dashboard.png")
     summary = {"model": args.model, "config": recipe, "split": args.split, "levels": levels, "quick": args.quick,
-               "overrides": base, "checkpoints": {"sft": str(sft_ckpt), "grpo": str(grpo_ckpt)},
+               "overrides": base, "env": args.env,
+               "checkpoints": {"sft": str(sft_ckpt), "grpo": str(grpo_ckpt) if grpo_ckpt else None},
                "held_out_tasks": {lv: [t.instance_id for t in tasks[lv]] for lv in levels},
                "rows": rows, "paired_grpo_vs_warm_start": paired, "total_s": round(total_s, 1),
                "dashboard": str(png) if png else None,
