@@ -5,7 +5,8 @@ is no fix but games a weak test:
 - `equal_to_anything`: returns `unittest.mock.ANY`; `always_equal`: returns an object built without a class
   statement whose `__eq__` is always true;
 - `body_deleted`: the function does nothing (returns None);
-- `raise_<E>`: raises the exception a hidden test expects, for every input.
+- `raise_<E>`: raises the exception a hidden test expects, for every input;
+- with `also`, `always_equal` in each other function given (one at a time).
 And one check on the empty patch's grade, `special_case`: the issue text quotes one failing test; a policy that
 special-cases exactly that example passes that test, so at least one other fail-to-pass test must still fail.
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import textwrap
+from collections.abc import Iterable
 
 from agentrl.envs.swe_lite.patches import apply_patch
 
@@ -74,8 +76,12 @@ def expected_exceptions(task) -> list[str]:
     return names
 
 
-def non_fixes(task) -> dict[str, dict[str, str]]:
-    """{name: changes} of the generic non-fixes for `task` (empty when its faulty function cannot be found)."""
+def non_fixes(task, also: Iterable[tuple[str, str]] = ()) -> dict[str, dict[str, str]]:
+    """{name: changes} of the generic non-fixes for `task` (empty when its faulty function cannot be found).
+
+    `also`: (file, qualname) of other functions to try `always_equal` in, one at a time (swe_real passes the
+    functions its issue text names: a policy reading the issue would plant the value there, not in the faulty
+    function it was never told about)."""
     file, function = task.mutation.get("file"), task.mutation.get("function")
     source = task.files.get(file) if file else None
     if source is None or not function:
@@ -87,6 +93,12 @@ def non_fixes(task) -> dict[str, dict[str, str]]:
         changed = with_body(source, function, body)
         if changed is not None:
             out[name] = {file: changed}
+    for other, qualname in also:
+        text = task.files.get(other)
+        changed = with_body(text, qualname, ALWAYS_EQUAL_BODY) if text and (other, qualname) != (file, function) \
+            else None
+        if changed is not None:
+            out[f"always_equal in {other}::{qualname}"] = {other: changed}
     return out
 
 
@@ -107,12 +119,13 @@ def special_case_survives(task, empty_statuses: dict[str, str]) -> bool:
     return any(t != quoted and empty_statuses.get(t) != "passed" for t in task.FAIL_TO_PASS)
 
 
-def audit(sandbox, task, empty_statuses: dict[str, str], *, grade) -> list[str]:
-    """Problems of `task` under the audit ([] when every non-fix scores 0 and special-casing cannot pass)."""
+def audit(sandbox, task, empty_statuses: dict[str, str], *, grade, also: Iterable[tuple[str, str]] = ()) -> list[str]:
+    """Problems of `task` under the audit ([] when every non-fix scores 0 and special-casing cannot pass);
+    `also` as in non_fixes."""
     problems = []
     if not special_case_survives(task, empty_statuses):
         problems.append(f"{task.instance_id}: special-casing the quoted example passes (no other F2P test fails)")
-    variants = non_fixes(task)
+    variants = non_fixes(task, also)
     if not variants:
         problems.append(f"{task.instance_id}: the faulty function {task.mutation.get('function')!r} was not found")
     for name, changes in variants.items():

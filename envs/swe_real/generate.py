@@ -18,12 +18,16 @@ Per package (its own RNG, seeded by (seed, package), so any subset regenerates i
    that call its function (the only ones it can fail); it is kept when 1..MAX_F2P tests fail (F2P) and a new (file, function,
    operator) and diff, at most PER_FUNCTION per function.
 3. two-bug tasks: pairs of accepted bugs in different functions, applied together; F2P must hold a test of each.
+   A package's `rounds` (packages.json, default 1) repeats steps 2-3 on the next candidates: each round adds up to
+   PER_PACKAGE single bugs (from at most MAX_TRIES runs) and PAIRS pairs of its own bugs, numbered after the
+   earlier rounds' tasks, which stay byte for byte what they were.
 4. the task: the test files holding an F2P test are hidden (test_patch adds them back at grading), P2P = their
    other kept tests; then graded once with the empty patch (a second run of the mutant: every F2P must fail and
    every P2P pass, or the task is dropped as unstable). The gold tree is the clean package, whose kept tests pass
    under the harness (step 1); `--self-check` grades gold and empty for every task.
 5. too weak to ship: a task with fewer than MIN_F2P fail-to-pass tests, or one that a generic non-fix of the
-   test-strength audit resolves (swe_lite's audit.py: mock.ANY, an always-equal object, ...), is dropped after
+   test-strength audit resolves (swe_lite's audit.py: mock.ANY, an always-equal object, ..., in the faulty
+   function, and the always-equal object in each function the issue text blames), is dropped after
    the package's tasks are numbered (`weakness`), so the other tasks keep their numbers and statements.
 Grading is `in_process` (the hardened pytest harness): the judge only takes swe_lite's own corpus tests.
 """
@@ -57,6 +61,7 @@ MIN_F2P = 2  # one failing test could be special-cased from the issue text's rep
 PER_PACKAGE = 20  # single-bug tasks per package at most
 PAIRS = 3  # two-bug tasks per package at most
 PER_FUNCTION = 2
+MAX_NAMED = 3  # definitions per name the issue text blames that the audit plants an always-equal value in
 MAX_TRIES = 48  # candidates run per package at most
 SLOW_S = 1.0  # a test slower than this in either baseline run is excluded
 CPU_S = 60  # CPU seconds for one run of the covering tests (a mutant that loops forever is dropped)
@@ -307,6 +312,27 @@ class Generator:
         tasks: list[Task] = []
         seen, digests, per_function, tries = set(), set(), {}, 0
         pending = list(cands)
+        for _ in range(pkg.rounds):  # each round: up to PER_PACKAGE single bugs from MAX_TRIES runs, then PAIRS pairs
+            found, round_tries = self._singles(pkg, files, base, pending, seen, digests, per_function, tasks, names, rng)
+            tries += round_tries
+            bugs += found
+            tasks += self._pairs(pkg, files, base, found, len(tasks), names, rng)
+        weak = {t.instance_id: why for t in tasks if (why := self.weakness(t))}
+        for instance_id, why in weak.items():
+            self.log(f"  {pkg.name}: {instance_id} dropped: {why}")
+        self.sandbox.exec(f"rm -rf {REPO}", timeout=30, cwd="/")
+        self.stats[pkg.name] = {"kept_tests": len(base.tests), "excluded": base.excluded, "candidates": len(cands),
+                                "tried": tries, "single": len(bugs), "pairs": len(tasks) - len(bugs),
+                                "dropped_weak": len(weak)}
+        return [t for t in tasks if t.instance_id not in weak]
+
+    def _singles(self, pkg, files, base, pending: list, seen: set, digests: set, per_function: dict,
+                 tasks: list[Task], names, rng) -> tuple[list[Bug], int]:
+        """One round of single bugs: (accepted bugs, candidates run), taking candidates from the front of `pending`
+        until PER_PACKAGE are accepted or MAX_TRIES have run. Appends each bug's task to `tasks` (numbered in
+        order) and updates the dedup state (`seen`, `digests`, `per_function`) shared by all rounds."""
+        bugs: list[Bug] = []
+        tries = 0
         while pending and len(bugs) < PER_PACKAGE and tries < MAX_TRIES:
             batch = []  # the next candidates worth a run, given what is accepted so far
             while pending and len(batch) < BATCH_SIZE and tries + len(batch) < MAX_TRIES:
@@ -337,15 +363,7 @@ class Generator:
                 bugs.append(bug)
                 tasks.append(task)
                 self.log(f"  {pkg.name}: {task.instance_id} {m.operator} in {m.function} ({len(failing)} F2P)")
-        tasks += self._pairs(pkg, files, base, bugs, len(tasks), names, rng)
-        weak = {t.instance_id: why for t in tasks if (why := self.weakness(t))}
-        for instance_id, why in weak.items():
-            self.log(f"  {pkg.name}: {instance_id} dropped: {why}")
-        self.sandbox.exec(f"rm -rf {REPO}", timeout=30, cwd="/")
-        self.stats[pkg.name] = {"kept_tests": len(base.tests), "excluded": base.excluded, "candidates": len(cands),
-                                "tried": tries, "single": len(bugs), "pairs": len(tasks) - len(bugs),
-                                "dropped_weak": len(weak)}
-        return [t for t in tasks if t.instance_id not in weak]
+        return bugs, tries
 
     def weakness(self, task: Task) -> str:
         """Why a validated task is too weak to grade a policy ("" when it is not): fewer than MIN_F2P fail-to-pass
@@ -355,7 +373,7 @@ class Generator:
         if len(task.FAIL_TO_PASS) < MIN_F2P:
             return f"{len(task.FAIL_TO_PASS)} fail-to-pass test (at least {MIN_F2P} needed)"
         failing = {t: "failed" for t in task.FAIL_TO_PASS}  # what its empty-patch grade showed (_task)
-        problems = strength.audit(self.sandbox, task, failing, grade=_grade)
+        problems = strength.audit(self.sandbox, task, failing, grade=_grade, also=named_targets(task))
         return "; ".join(p.split(": ", 1)[1] for p in problems)
 
     def _pairs(self, pkg, files, base, bugs: list[Bug], start: int, names, rng) -> list[Task]:
@@ -420,6 +438,21 @@ class Generator:
         return task if ok else None
 
 
+def named_targets(task: Task) -> list[tuple[str, str]]:
+    """(file, qualname) of the package functions the task's issue text blames (`name` gives a wrong result...),
+    every definition of each name up to MAX_NAMED, in file order: the audit also plants its always-equal value
+    there, where a policy that reads the issue would put it (the faulty function itself is tried anyway)."""
+    pkg = next((p for p in load_packages() if p.repo == task.repo), None)
+    if pkg is None:
+        return []
+    out: list[tuple[str, str]] = []
+    for name in statements.named_in(task.problem_statement):
+        found = [(path, q) for path in source_files(pkg, task.files)
+                 for q in function_spans(task.files[path]) if q.rsplit(".", 1)[-1] == name]
+        out += [t for t in found[:MAX_NAMED] if t not in out]
+    return out
+
+
 def _grade(sandbox, task: Task, *, changes: dict[str, str]):
     """One grade of `task` with `changes` applied, under the generator's deadline (the audit's grade callback)."""
     return grading.grade(sandbox, task, changes=changes, timeout=TIMEOUT_S)
@@ -473,7 +506,7 @@ def self_check(sandbox, tasks: list[Task], log=print, *, audit: bool = False) ->
             problems["empty"].append(f"{task.instance_id}: valid={empty.valid} passing F2P={passing} p2p={empty.p2p}")
         if gold.grading_mode != "in_process":
             problems["mode"].append(f"{task.instance_id}: graded {gold.grading_mode!r}")
-        found = strength.audit(sandbox, task, empty.statuses, grade=_grade) if audit else []
+        found = strength.audit(sandbox, task, empty.statuses, grade=_grade, also=named_targets(task)) if audit else []
         problems["audit"] += found
         log(f"{task.instance_id:<44} gold {'ok' if gold.resolved else 'FAIL'}  empty "
             f"{'ok' if not empty.resolved else 'FAIL'}" + (f"  audit {'ok' if not found else 'FAIL'}" if audit else "")

@@ -97,3 +97,16 @@ def defined_names(sources: dict[str, str]) -> set[str]:
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and not node.name.startswith("__"):
                 names.add(node.name)
     return names
+
+
+NAMED = re.compile(r"`(\w+)` (?:gives a wrong result|raises `|no longer raises)")
+
+
+def named_in(statement: str) -> list[str]:
+    """The names the issue text's sentences blame (`name` gives a wrong result, raises ..., no longer raises), in
+    order: where a policy that reads the issue looks first."""
+    found: list[str] = []
+    for name in NAMED.findall(statement):
+        if name not in found:
+            found.append(name)
+    return found

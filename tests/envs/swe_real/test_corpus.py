@@ -74,7 +74,9 @@ def test_env_without_a_fix_scores_zero(real_tasks, docker_backend):
 @pytest.mark.slow
 def test_regeneration_reproduces_the_first_tasks_of_a_package_byte_for_byte(docker_backend, cache_ready, monkeypatch):
     """The generator is seeded per package and accepts mutants in a fixed order, so a run capped at two tasks must
-    give the shipped file's first two tasks of that package exactly (the full `--check` does every package)."""
+    give the shipped file's first two tasks of that package exactly (the full `--check` does every package). A
+    second round (packages.json `rounds`) adds tasks after them and leaves them as they were."""
+    import dataclasses
     import json
 
     from agentrl.envs.swe_lite.tasks import read_jsonl
@@ -82,14 +84,23 @@ def test_regeneration_reproduces_the_first_tasks_of_a_package_byte_for_byte(dock
     from agentrl.envs.swe_real.tasks import DEFAULT_TASKS, record_of
     from agentrl.sandboxes import open_sandbox
 
+    pinned = generate.load_packages()
+    monkeypatch.setattr(generate, "load_packages", lambda: [dataclasses.replace(p, rounds=2) for p in pinned])
     monkeypatch.setattr(generate, "PER_PACKAGE", 2)
     monkeypatch.setattr(generate, "PAIRS", 0)
     with open_sandbox(docker_backend, cpus=1.0, memory_mb=1024) as sb:
         tasks, stats = generate.generate(sb, 0, ["ordered-set"], log=lambda *_: None)
     shipped = [r for r in read_jsonl(DEFAULT_TASKS) if r["package"] == "ordered-set"][:2]
     assert stats["ordered-set"]["excluded"] == {} and stats["ordered-set"]["kept_tests"] == 30
-    assert [json.dumps(record_of(t), ensure_ascii=False) for t in tasks] == \
-        [json.dumps(r, ensure_ascii=False) for r in shipped]
+    lines = [json.dumps(record_of(t), ensure_ascii=False) for t in tasks]
+    assert lines[:2] == [json.dumps(r, ensure_ascii=False) for r in shipped]
+    # round two: new bugs, numbered after round one's (the weakness filter may leave gaps)
+    assert stats["ordered-set"]["single"] > 2 and len(tasks) > 2
+    first = [(t.mutation["file"], t.mutation["function"], t.mutation["operator"]) for t in tasks[:2]]
+    for t in tasks[2:]:
+        assert int(t.instance_id.rsplit("-", 1)[1]) > int(tasks[1].instance_id.rsplit("-", 1)[1])
+        assert (t.mutation["file"], t.mutation["function"], t.mutation["operator"]) not in first
+        assert t.base_commit not in {u.base_commit for u in tasks[:2]}
 
 
 def test_eval_cli_gold_and_empty_oracles_on_the_test_split(docker_backend, cache_ready, tmp_path):
