@@ -61,6 +61,9 @@ class Package:
     """Test files never used, with the reason in packages.json's `why` (e.g. doctests that set builtins._, which
     the grading harness reads as tampering)."""
     why: str = ""
+    rounds: int = 1
+    """Rounds of generation (generate.py): each runs up to MAX_TRIES more candidates for up to PER_PACKAGE more
+    single bugs and PAIRS two-bug tasks, numbered after the earlier rounds' tasks, which stay as they were."""
 
     @property
     def slug(self) -> str:
@@ -163,10 +166,17 @@ def snapshot_files(pkg: Package, sdist: Path | None = None) -> dict[str, str]:
     return dict(sorted(files.items()))
 
 
+def _stamp(pkg: Package) -> str:
+    """What a snapshot folder was made from: the format, the sdist and the parts packages.json keeps (a changed
+    `tests` or `keep` rebuilds the folder)."""
+    parts = json.dumps([pkg.pythonpath, pkg.source, pkg.tests, pkg.keep])
+    return f"{SNAPSHOT_VERSION} {pkg.sha256} {hashlib.sha256(parts.encode()).hexdigest()[:16]}\n"
+
+
 def snapshot(pkg: Package, log=print) -> Path:
     """The unpacked snapshot folder of `pkg` (made from the cached sdist when absent or out of date)."""
     folder = snapshots_dir() / pkg.slug
-    stamp = f"{SNAPSHOT_VERSION} {pkg.sha256}\n"
+    stamp = _stamp(pkg)
     if (folder / _STAMP).is_file() and (folder / _STAMP).read_text() == stamp:
         return folder
     files = snapshot_files(pkg, download(pkg, log))
@@ -195,7 +205,7 @@ def missing(packages: list[Package] | None = None) -> list[str]:
     out = []
     for pkg in packages or load_packages():
         stamp = snapshots_dir() / pkg.slug / _STAMP
-        if not stamp.is_file() or stamp.read_text() != f"{SNAPSHOT_VERSION} {pkg.sha256}\n":
+        if not stamp.is_file() or stamp.read_text() != _stamp(pkg):
             out.append(pkg.name)
     return out
 

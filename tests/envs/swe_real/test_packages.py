@@ -55,3 +55,23 @@ def test_offline_check_names_what_is_missing(tmp_path, monkeypatch, capsys):
 def test_unknown_package_names_the_pinned_ones():
     with pytest.raises(PackageError, match="known are click, inflection"):
         packages.package_named("inflexion")
+
+
+def test_a_snapshot_made_for_other_tests_or_keep_is_rebuilt(cache_ready, tmp_path, monkeypatch):
+    """The folder's stamp covers what packages.json keeps, so narrowing a package's `tests` (as click's are) gives
+    a folder without the dropped files instead of the stale one (which would no longer match the task records)."""
+    import dataclasses
+    import shutil
+
+    pkg = next(p for p in load_packages() if p.name == "click")
+    cached = packages.sdist_path(pkg)
+    monkeypatch.setenv("AGENTRL_CACHE", str(tmp_path))
+    packages.sdist_path(pkg).parent.mkdir(parents=True)
+    shutil.copy(cached, packages.sdist_path(pkg))
+    wide = dataclasses.replace(pkg, tests=("tests",))
+    folder = packages.snapshot(wide, log=lambda *_: None)
+    assert (folder / "tests/test_termui.py").is_file() and packages.missing([wide]) == []
+    assert packages.missing([pkg]) == ["click"]  # same sdist, other tests: not what the cache holds
+    assert packages.snapshot(pkg, log=lambda *_: None) == folder
+    assert not (folder / "tests/test_termui.py").exists() and (folder / "tests/conftest.py").is_file()
+    assert packages.missing([pkg]) == []
