@@ -14,6 +14,7 @@ import re
 from agentrl import safe_ast
 
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+_CUT_ADDRESS = re.compile(r"\.\.\.x[0-9a-f]{4,16}>")  # pytest's shortened repr kept an address's tail: `<m....x7f5e..>`
 _EXC = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Warning|Exit|Interrupt))\b")
 MAX_E_LINES = 6
 MAX_LINE = 160
@@ -25,7 +26,7 @@ TEMPLATES = (
 
 
 def _clean(line: str) -> str:
-    line = _ADDRESS.sub("", line.rstrip())
+    line = _CUT_ADDRESS.sub("...>", _ADDRESS.sub("", line.rstrip()))  # an address differs from run to run
     return line if len(line) <= MAX_LINE else line[: MAX_LINE - 3] + "..."
 
 
