@@ -11,7 +11,8 @@ The recipe is the env's preset (configs/swe_lite.yaml, configs/swe_real.yaml; do
 `--split` offered at a level (level 0: one-line fixes), run once each, greedy; modules (swe_real: packages) of
 the test split never appear in training (each corpus is split by module or package). Each rate has a 95% Wilson
 interval, and GRPO is compared with the warm start on the same tasks by an exact paired sign test (McNemar) per
-level. Writes OUT/summary.json and OUT/dashboard.png (resolved rate per level and phase); the GRPO run keeps its own training dashboard.
+level. Writes OUT/summary.json and OUT/dashboard.png (resolved rate per level and phase); the GRPO run keeps its
+own training dashboard.
 
 Every held-out episode is written as text to OUT/episodes_<phase>_level<L>.txt, and each phase's result (per-task
 outcomes, the checkpoint and the tasks it was measured on) to OUT/heldout_<phase>_level<L>.json. `--reeval` trains
