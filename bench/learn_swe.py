@@ -171,8 +171,10 @@ def main(argv: list[str] | None = None) -> dict:
     if not args.skip_base and not args.reeval:
         phase("base model", args.model, 0.0)
     with_grpo = args.grpo_steps != 0
+    grpo_ckpt = None
     if args.reeval:
-        sft_ckpt, grpo_ckpt = latest_checkpoint(out / "sft"), latest_checkpoint(out / "grpo")
+        sft_ckpt = latest_checkpoint(out / "sft")
+        grpo_ckpt = latest_checkpoint(out / "grpo") if with_grpo else None
         if sft_ckpt is None or (with_grpo and grpo_ckpt is None):
             raise SystemExit(f"--reeval: no complete sft/{' and grpo/' if with_grpo else ''} checkpoints under {out}")
         sft_s = grpo_s = 0.0
@@ -181,21 +183,18 @@ def main(argv: list[str] | None = None) -> dict:
         sft, sft_s = timed(train, sft_cfg)
         sft_ckpt = sft.checkpoint
     phase("warm start", str(sft_ckpt / "model"), sft_s)
-    grpo_ckpt = None
     if with_grpo and not args.reeval:
         steps = [f"trainer.steps={args.grpo_steps}"] if args.grpo_steps is not None else []
         grpo_cfg = config([*steps, "sft.episodes=0", f"trainer.run_dir={out / 'grpo'}"])
         grpo, grpo_s = timed(train, grpo_cfg, init_from=str(sft_ckpt))
         grpo_ckpt = grpo.checkpoint
-    elif with_grpo:
-        grpo_ckpt = latest_checkpoint(out / "grpo")
-    if grpo_ckpt is not None:
-        phase("GRPO", str(grpo_ckpt / "model"), grpo_s)
 
     paired = {}
-    for lv in levels if grpo_ckpt is not None else []:
-        gained, lost, p_value = paired_sign_test(held[("warm start", lv)], held[("GRPO", lv)])
-        paired[lv] = {"gained": gained, "lost": lost, "p_value": p_value}
+    if grpo_ckpt is not None:
+        phase("GRPO", str(grpo_ckpt / "model"), grpo_s)
+        for lv in levels:
+            gained, lost, p_value = paired_sign_test(held[("warm start", lv)], held[("GRPO", lv)])
+            paired[lv] = {"gained": gained, "lost": lost, "p_value": p_value}
     total_s = sum(r["train_s"] for r in rows if r["level"] == levels[0]) + sum(r["eval_s"] for r in rows)
     print(f"\n{args.env} held-out resolved rate (greedy, split {args.split}, 95% Wilson CI); model {args.model}")
     print(f"{'phase':<12} {'level':>5} {'resolved':>9} {'95% CI':>17} {'n':>4} {'train':>8} {'eval':>7}")

@@ -445,10 +445,10 @@ def named_targets(task: Task) -> list[tuple[str, str]]:
     pkg = next((p for p in load_packages() if p.repo == task.repo), None)
     if pkg is None:
         return []
+    defined = [(path, q) for path in source_files(pkg, task.files) for q in function_spans(task.files[path])]
     out: list[tuple[str, str]] = []
     for name in statements.named_in(task.problem_statement):
-        found = [(path, q) for path in source_files(pkg, task.files)
-                 for q in function_spans(task.files[path]) if q.rsplit(".", 1)[-1] == name]
+        found = [(path, q) for path, q in defined if q.rsplit(".", 1)[-1] == name]
         out += [t for t in found[:MAX_NAMED] if t not in out]
     return out
 
