@@ -67,7 +67,10 @@ class Gateway:
     def open_session(self, *, session_id: str | None = None, api_key: str | None = None,
                      limits: SessionLimits | None = None, sampling: SamplingParams | None = None,
                      fixed_sampling: bool = False, sampling_seed: int | None = None) -> Session:
-        """A new session with its own base URL and API key (see Session for the sampling arguments)."""
+        """A new session with its own base URL and API key (see Session for the sampling arguments); without
+        `limits`, a call samples at most the sampling settings' max_new_tokens (the gateway's by default)."""
+        if limits is None:
+            limits = SessionLimits(max_new_tokens=(sampling or self.sampling).max_new_tokens)
         session = Session(self.renderer, session_id=session_id, api_key=api_key, limits=limits, sampling=sampling,
                           fixed_sampling=fixed_sampling, sampling_seed=sampling_seed)
         if session.id in self.sessions:
@@ -168,7 +171,7 @@ class Gateway:
                 raise RequestError(f"the request body is not valid JSON: {e}") from None
             if not isinstance(body, dict):
                 raise RequestError("the request body must be a JSON object")
-            limits = SessionLimits()
+            limits = SessionLimits(max_new_tokens=self.sampling.max_new_tokens)
             for key in ("max_calls", "max_context_tokens", "max_new_tokens"):
                 value = body.get(key, getattr(limits, key))
                 if isinstance(value, bool) or not isinstance(value, int) or value < 1:

@@ -16,10 +16,10 @@ from agentrl.rollout.embedded import EmbeddedEngine
 
 
 class Recording:
-    """The real engine, with every call's prompt and Generation kept (to compare the trajectory against)."""
+    """The real engine, with every call's prompt, Generation and SamplingParams kept (to compare against)."""
 
     def __init__(self, engine):
-        self.engine, self.calls = engine, []
+        self.engine, self.calls, self.sampling = engine, [], []
 
     @property
     def returned(self):
@@ -29,6 +29,7 @@ class Recording:
     async def generate(self, input_ids, sampling, *, session_id=None):
         gen = await self.engine.generate(input_ids, sampling, session_id=session_id)
         self.calls.append((list(input_ids), gen))
+        self.sampling.append(sampling)
         return gen
 
     def __getattr__(self, name):

@@ -12,7 +12,7 @@ import json
 import openai
 import pytest
 
-from agentrl.gateway import Gateway
+from agentrl.gateway import Gateway, SessionLimits
 from agentrl.rollout.engine import SamplingParams
 from agentrl.rollout.sampling import recompute_logprobs
 from agentrl.tool_calls import format_call
@@ -21,6 +21,7 @@ from tests.gateway.test_server import CALC
 from tests.rollout.scripted_engine import ScriptedEngine
 
 SAMPLING = SamplingParams(temperature=1.0, max_new_tokens=8)  # requests send no temperature: this is what sampled
+SCRIPTED = SessionLimits(max_new_tokens=64)  # room for a scripted reply's whole tool call
 
 
 @contextlib.asynccontextmanager
@@ -119,7 +120,7 @@ def test_openai_tool_calls_round_trip_with_the_message_objects_sent_back(rendere
     scripted = _tool_engine(renderer)
 
     async def go():
-        async with session_client(scripted, renderer) as (gw, session, client):
+        async with session_client(scripted, renderer, limits=SCRIPTED) as (gw, session, client):
             messages = [{"role": "user", "content": "What is 2+3?"}]
             first = await client.chat.completions.create(model="agentrl", messages=messages, tools=[CALC])
             message = first.choices[0].message
@@ -148,7 +149,7 @@ def test_openai_stream_helper_assembles_tool_call_deltas(renderer):
     scripted = _tool_engine(renderer)
 
     async def go():
-        async with session_client(scripted, renderer) as (gw, session, client):
+        async with session_client(scripted, renderer, limits=SCRIPTED) as (gw, session, client):
             messages = [{"role": "user", "content": "What is 2+3?"}]
             async with client.chat.completions.stream(model="agentrl", messages=messages, tools=[CALC]) as stream:
                 async for _ in stream:

@@ -180,7 +180,7 @@ def test_tool_calls_round_trip_through_the_template(renderer):
 
     async def go():
         async with serving(engine, renderer) as gw:
-            session = gw.open_session()
+            session = gw.open_session(limits=SessionLimits(max_new_tokens=64))
             client = AgentClient(session.base_url, session.api_key)
             msgs = [{"role": "user", "content": "What is 2+3?"}]
             first = await client.chat(msgs, tools=[CALC], max_tokens=64)
@@ -310,3 +310,26 @@ def test_session_routes_open_record_and_close_sessions_behind_the_admin_key(engi
     assert seg["token_ids"] == prompt + gen.output_ids and seg["behaviour_logprobs"][len(prompt):] == gen.logprobs
     assert record["metrics"]["gateway/calls"] == 1 and record["ending"] is None
     assert err.status == 404
+
+
+def test_the_gateways_max_new_tokens_is_a_sessions_default_and_cap(engine, renderer):
+    """`agentrl gateway --max-new-tokens N` (the gateway's sampling settings) caps every session opened without
+    its own budget, by POST /sessions or open_session(): a call without max_tokens samples at most N tokens, and
+    a larger max_tokens is cut to N; a session's own max_new_tokens still wins."""
+    rec = Recording(engine)
+
+    async def go():
+        async with serving(rec, renderer) as gw:  # the gateway's max_new_tokens is 8
+            async with aiohttp.ClientSession() as http:
+                async with http.post(f"{gw.url}/sessions", json={}) as r:
+                    posted = await r.json()
+                async with http.post(f"{gw.url}/sessions", json={"max_new_tokens": 3}) as r:
+                    own = await r.json()
+            opened = gw.open_session()
+            for url, key, max_tokens in [(posted["base_url"], posted["api_key"], None),
+                                         (opened.base_url, opened.api_key, 100),
+                                         (own["base_url"], own["api_key"], None)]:
+                await AgentClient(url, key).chat([{"role": "user", "content": "hi"}], max_tokens=max_tokens)
+
+    asyncio.run(go())
+    assert [s.max_new_tokens for s in rec.sampling] == [8, 8, 3]
