@@ -36,10 +36,12 @@ import os
 import shlex
 import shutil
 import signal
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from agentrl import subreaper
 from agentrl.agent_env import AgentEnv
 from agentrl.errors import ConfigError
 from agentrl.gateway import AgentClient, Gateway, SessionLimits
@@ -51,6 +53,10 @@ CMD = "cmd:"
 """Prefix of an agent given as a command line: "cmd:python my_agent.py --flag" (CommandAgent)."""
 STDERR_TAIL = 500
 """Characters of a failed command's stderr kept in the episode's termination detail."""
+SUBREAPER = subreaper.__file__
+"""The wrapper a command runs under, so that nothing it starts outlives it (agentrl/subreaper.py)."""
+REAP_S = 10.0
+"""Seconds a stopped command's subreaper may take to kill its tree before the process group is killed."""
 
 _modules: dict[str, Any] = {}
 _task_files: dict[tuple[str, int], list] = {}  # (path, mtime) -> tasks of the last JSONL file read
@@ -189,7 +195,9 @@ class CommandAgent:
 
     Its environment is this process's plus OPENAI_BASE_URL, OPENAI_API_KEY, OPENAI_MODEL and AGENTRL_TASK; the
     task JSON is also written to its stdin. The reward is the last non-empty line of its stdout. However the call
-    ends (exit, deadline, cancellation), the process group is killed before it returns: nothing outlives it.
+    ends (exit, deadline, cancellation), everything it started is killed before it returns, processes that left
+    its session included: it runs under agentrl/subreaper.py, which reaps every orphan below it (Linux), and the
+    process group is killed after that.
     """
 
     tasks = make_task = None
@@ -204,13 +212,21 @@ class CommandAgent:
                "OPENAI_MODEL": client.model, "AGENTRL_TASK": payload}
         self.note = ""
         proc = await asyncio.create_subprocess_exec(
-            *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE, env=env, start_new_session=True)
+            sys.executable, "-I", SUBREAPER, "--", *self.argv, stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env, start_new_session=True)
         try:
             out, err = await proc.communicate((payload + "\n").encode())
         finally:
             if proc.returncode is None:
                 self.note = "its process group was killed"
+                try:
+                    proc.terminate()  # the subreaper kills every process below it, then ends
+                except ProcessLookupError:
+                    pass  # it ended just now
+                try:
+                    await asyncio.wait_for(asyncio.shield(proc.wait()), REAP_S)
+                except TimeoutError:
+                    pass
             try:
                 os.killpg(proc.pid, signal.SIGKILL)  # its own session: pgid == pid; also any children it left
             except ProcessLookupError:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shlex
+import signal
 import sys
 import textwrap
 import time
@@ -172,6 +174,48 @@ def test_a_cancelled_episode_kills_its_command(tmp_path):
         while alive(pid) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert not alive(pid), pid
+
+
+# A helper in its own session (setsid), which a process group kill does not reach, with the script's stdout
+# or none; the pid file is written once the helper runs, then the script makes its model call and prints its
+# reward (or hangs).
+ESCAPES = CHAT + '''
+import subprocess
+out = None if sys.argv[3] == "stdout" else subprocess.DEVNULL
+helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], start_new_session=True,
+                          stdin=subprocess.DEVNULL, stdout=out, stderr=out)
+with open(sys.argv[1] + ".tmp", "w") as f:
+    f.write(str(helper.pid))
+os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+chat([{"role": "user", "content": "hi"}])
+if sys.argv[2] == "hang":
+    import time
+    time.sleep(120)
+print(1)
+'''
+
+
+@pytest.mark.parametrize("ending, helper_out", [("exit", "stdout"), ("exit", "devnull"), ("hang", "devnull")])
+def test_a_helper_that_left_the_commands_session_is_killed_too(engine, renderer, tmp_path, ending, helper_out):
+    """A process the command started in a new session (setsid) escapes the process group kill; the subreaper
+    the command runs under kills it when the command exits (reward kept) or passes the deadline. A helper
+    holding the command's stdout no longer keeps a finished episode waiting until the deadline."""
+    pids = tmp_path / "pids"
+    try:
+        (t,) = episodes(engine, renderer, command(tmp_path, ESCAPES) + f" {pids} {ending} {helper_out}", timeout_s=6)
+        helper = int(pids.read_text())
+        if ending == "exit":
+            assert t.termination is TerminationReason.DONE and t.reward == 1.0, t.termination_detail
+            assert not alive(helper)  # killed before the episode returned, not some time after
+        else:
+            assert t.termination_detail.endswith("(its process group was killed)"), t.termination_detail
+            deadline = time.monotonic() + 5
+            while alive(helper) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert not alive(helper)
+    finally:
+        if pids.exists() and alive(int(pids.read_text())):
+            os.kill(int(pids.read_text()), signal.SIGKILL)  # the test's own process, left by a failure
 
 
 ECHO_TASK = CHAT + '''
