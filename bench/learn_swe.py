@@ -147,7 +147,12 @@ def main(argv: list[str] | None = None) -> dict:
         return load_config(args.env, recipe, overrides=[*base, *extra])
 
     cfg = config([])
-    tasks = {lv: held_out_tasks(args.split, lv, limit, env=args.env) for lv in levels}
+    pool = None
+    if args.env == "swe_real":  # held out by package
+        from agentrl.envs.swe_real.tasks import load_real
+
+        pool = load_real(None, args.split)
+    tasks = {lv: held_out_tasks(args.split, lv, limit, pool=pool) for lv in levels}
     print("held-out tasks per level: " + ", ".join(f"level {lv}: {len(t)}" for lv, t in tasks.items()), flush=True)
     rows, held = [], {}
 

@@ -23,16 +23,12 @@ EVAL_WALL_CLOCK_S = 6 * 3600.0
 
 
 def held_out_tasks(split: str = "test", level: int = 0, limit: int | None = None, tasks=None,
-                   snapshots=None, env: str = "swe_lite") -> list[Task]:
+                   snapshots=None, pool: list[Task] | None = None) -> list[Task]:
     """The tasks of `split` offered at `level` (level 0: one-line fixes), in file order; with `limit`, at most that
     many, taken round-robin over repos (one task of each repo in turn) so a small sample spans the held-out
-    modules instead of the first one or two (16 tasks per module in the bundled corpus). `env="swe_real"` takes
-    the shipped swe_real tasks (held-out packages) instead of swe_lite's."""
-    if env == "swe_real":
-        from agentrl.envs.swe_real.tasks import load_real
-
-        pool = load_real(tasks, split)
-    else:
+    modules instead of the first one or two (16 tasks per module in the bundled corpus). `pool`: the tasks to
+    choose from (another corpus's split, e.g. swe_real's); by default swe_lite's `split` (or `tasks`/`snapshots`)."""
+    if pool is None:
         pool = load_any(tasks, snapshots, split)
     chosen = [t for t in pool if t.difficulty <= level]
     if not limit or limit >= len(chosen):
