@@ -84,15 +84,17 @@ def _kill(pid: int, root: int) -> None:
             os.close(fd)
 
 
-def _reap() -> None:
-    """Collect every exited child (zombies re-parented to us included) without blocking."""
+def _reap() -> dict[int, int]:
+    """Collect every exited child (zombies re-parented to us included) without blocking: {pid: wait status}."""
+    reaped = {}
     while True:
         try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
+            pid, status = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
-            return
+            return reaped
         if pid == 0:
-            return
+            return reaped
+        reaped[pid] = status
 
 
 def kill_tree(root: int) -> None:
@@ -131,7 +133,8 @@ def _exec(argv: list[str]) -> None:
 
 
 def run(argv: list[str]) -> int:
-    """Run `argv` to its end (or until a stop signal), kill whatever it left, and return its wait status."""
+    """Run `argv` to its end (or until a stop signal), kill whatever it left, and return its exit code (-N when
+    signal N ended it or stopped the wrapper)."""
     me = os.getpid()
     signal.pthread_sigmask(signal.SIG_BLOCK, WAITED)  # signals are taken with sigwaitinfo: no handler races
     child = _start(argv)
@@ -141,15 +144,7 @@ def run(argv: list[str]) -> int:
         if info.si_signo != signal.SIGCHLD:
             kill_tree(me)
             return -info.si_signo
-        while True:
-            try:
-                pid, st = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                break
-            if pid == 0:
-                break
-            if pid == child:
-                status = st
+        status = _reap().get(child)
     kill_tree(me)
     return os.waitstatus_to_exitcode(status)
 
