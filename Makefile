@@ -20,7 +20,7 @@ test-fast: setup  ## skip the slow end-to-end tests
 bench: setup  ## every benchmark in bench/ (each prints ratios against a baseline measured in the same run)
 	@for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
-loop-test:  ## run one test selection N times in a row (concurrency changes): make loop-test T="tests/rollout/test_serve.py -k pause" N=20
+loop-test:  ## run one test selection N times in a row (concurrency changes): make loop-test T="tests/engine/test_serve.py -k pause" N=20
 	PYTHON=$(PY) bash scripts/loop_test.sh $(or $(N),20) $(T)
 
 bench-peer: setup  ## TRL 1.16 GRPOTrainer and agentrl side by side on TRL's workload, in one run (own venv for TRL)

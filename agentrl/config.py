@@ -16,6 +16,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from agentrl.algo import defaults as D
 from agentrl.errors import ConfigError
 
 
@@ -102,43 +103,43 @@ class RolloutConfig(_Section):
 
 class AlgoConfig(_Section):
     advantage: str = "grpo"
-    """Advantage estimator, a name in agentrl.trainer.advantages.ADVANTAGES: grpo, dr_grpo, alpha_norm, batch_std,
+    """Advantage estimator, a name in agentrl.algo.advantages.ADVANTAGES: grpo, dr_grpo, alpha_norm, batch_std,
     rloo, reinforce_pp_baseline, or one registered there (docs/algorithms.md §2)."""
-    adv_eps: float = Field(1e-6, gt=0)
+    adv_eps: float = Field(D.ADV_EPS, gt=0)
     """ε in (R − mean)/(std + ε)."""
-    adv_alpha: float = Field(1.0, ge=0.0, le=1.0)
+    adv_alpha: float = Field(D.ADV_ALPHA, ge=0.0, le=1.0)
     """α of the α-normalization knob (advantage=alpha_norm): 1 = GRPO, 0 = Dr.GRPO."""
     loss: str = "ppo"
-    """Policy loss, a name in agentrl.trainer.losses.LOSS_SPECS: ppo, gspo, cispo, dppo, or one registered there."""
+    """Policy loss, a name in agentrl.algo.losses.LOSS_SPECS: ppo, gspo, cispo, dppo, or one registered there."""
     reduction: str | None = None
-    """How per-token losses are aggregated, a name in agentrl.trainer.losses.REDUCTIONS: token-mean,
+    """How per-token losses are aggregated, a name in agentrl.algo.losses.REDUCTIONS: token-mean,
     seq-mean-token-mean, seq-mean-token-sum, seq-mean-token-sum-norm, or one registered there (None = the loss's
     own, token-mean for ppo); the normalizer spans the mini-batch."""
     eps_low: float | None = Field(None, ge=0)
     """PPO clip lower ε (None = the loss's preset: 0.2 for ppo)."""
     eps_high: float | None = Field(None, ge=0)
     """PPO clip upper ε, clip-higher (None = the loss's preset: 0.28 for ppo)."""
-    dual_clip_c: float | None = Field(3.0, gt=1.0)
+    dual_clip_c: float | None = Field(D.DUAL_CLIP_C, gt=1.0)
     """Dual-clip bound c for negative advantages (ppo only; None disables)."""
-    correction: Literal["none", "tis", "mis"] = "tis"
+    correction: Literal[D.TOKEN_CORRECTIONS] = D.CORRECTION
     """Token-level off-policy correction on w = π_old/μ: truncated IS, masked IS (IcePop band), or none."""
-    tis_cap: float = Field(2.0, gt=0)
+    tis_cap: float = Field(D.TIS_CAP, gt=0)
     """Token TIS cap C."""
-    mis_band: tuple[float, float] = (0.5, 5.0)
+    mis_band: tuple[float, float] = D.MIS_BAND
     """Token MIS / IcePop band [α, β]."""
-    trust_region: list[Literal["geo", "seq", "veto", "opsm"]] = Field(default_factory=lambda: ["veto"])
+    trust_region: list[Literal[D.TRUST_REGIONS]] = Field(default_factory=lambda: list(D.TRUST_REGION))
     """Trajectory-level trust regions (all segments of a trajectory decide together)."""
-    geo_band: tuple[float, float] = (0.999, 1.001)
+    geo_band: tuple[float, float] = D.GEO_BAND
     """Geo-RS band on the geometric mean of w over the trajectory."""
-    seq_band: tuple[float, float] = (0.5, 2.0)
+    seq_band: tuple[float, float] = D.SEQ_BAND
     """Seq-MIS band on the product of w over the trajectory."""
-    veto_floor: float = Field(1e-4, gt=0)
+    veto_floor: float = Field(D.VETO_FLOOR, gt=0)
     """Veto a trajectory if any token has w below this floor."""
-    opsm_delta: float = Field(1e-4, ge=0)
+    opsm_delta: float = Field(D.OPSM_DELTA, ge=0)
     """OPSM: mask negative-advantage trajectories whose mean log(μ/π_old) exceeds δ."""
-    kl_coef: float = Field(0.0, ge=0)
+    kl_coef: float = Field(D.KL_COEF, ge=0)
     """β of the KL-to-reference loss term (0 = no reference model)."""
-    kl_estimator: Literal["k1", "k2", "k3"] = "k3"
+    kl_estimator: Literal[D.KL_LOSS_ESTIMATORS] = D.KL_ESTIMATOR
     """KL estimator for the reference term."""
     overlong_buffer: int = Field(0, ge=0)
     """DAPO overlong shaping buffer in action tokens before rollout.max_context_tokens (0 disables)."""
@@ -146,7 +147,7 @@ class AlgoConfig(_Section):
     """Weight c of a format term added to each scored episode's reward: c × the share of its turns whose action
     parsed as a tool call (a format reward, as in DeepSeek-R1). Gives a weak model a gradient before it solves
     any task; keep c well below the task reward. 0 disables."""
-    credit: Literal["outcome", "turn", "gigpo"] = "outcome"
+    credit: Literal[D.CREDIT_MODES] = "outcome"
     """How advantages are assigned to tokens (docs/algorithms.md, turn-level credit): outcome = the episode's group
     advantage on every action token; turn = each turn's discounted return normalised per turn index within the
     group; gigpo = the episode advantage + algo.step_weight × a step advantage normalised within anchor states."""
@@ -163,8 +164,8 @@ class AlgoConfig(_Section):
         """The registries own the method names: a name must be registered where its function lives."""
         if value is None:
             return value
-        from agentrl.trainer.advantages import ADVANTAGES
-        from agentrl.trainer.losses import LOSS_SPECS, REDUCTIONS
+        from agentrl.algo.advantages import ADVANTAGES
+        from agentrl.algo.losses import LOSS_SPECS, REDUCTIONS
 
         registry, what = {"advantage": (ADVANTAGES, "advantage estimator"), "loss": (LOSS_SPECS, "policy loss"),
                           "reduction": (REDUCTIONS, "reduction")}[info.field_name]
@@ -339,7 +340,7 @@ def _algo_problems(cfg: Config) -> list[str]:
         if not 0 < lo <= 1 <= hi:
             problems.append(f"algo.{key}={[lo, hi]} must be [low, high] with 0 < low ≤ 1 ≤ high")
     if cfg.algo.reduction is not None:
-        from agentrl.trainer.losses import LOSS_SPECS  # the loss declares the reduction it needs
+        from agentrl.algo.losses import LOSS_SPECS  # the loss declares the reduction it needs
 
         need = LOSS_SPECS[cfg.algo.loss].reduction
         if need is not None and cfg.algo.reduction != need:

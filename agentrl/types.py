@@ -140,7 +140,7 @@ class Turn:
     finish_reason: str = ""
     timings: dict[str, float] = field(default_factory=dict)
     reward: float = 0.0
-    """The env's reward for this step (before any closing grade; turn-level credit, agentrl.trainer.credit)."""
+    """The env's reward for this step (before any closing grade; turn-level credit, agentrl.algo.credit)."""
     format_error: bool = False
     """The env reported this action as unparseable (info["format_error"])."""
 

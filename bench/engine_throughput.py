@@ -7,7 +7,7 @@ Measured, completion tokens per second of wall time:
   generate  batched, left-padded HF `model.generate` on the 32 rows (how TRL samples; finished rows keep decoding)
   ceiling   a bare KV-cache decode step at batch 32 (no sampling, no prefill, nothing leaves the batch)
   engine    EmbeddedEngine: 32 concurrent generate calls (shared prompts prefilled once, finished rows leave),
-            on oneDNN-packed linear weights (the default, agentrl/rollout/packed.py)
+            on oneDNN-packed linear weights (the default, agentrl/engine/onednn_linear.py)
   unpacked  the same engine with packed_weights=False (F.linear, which re-packs every weight on every call)
   bf16      the same engine with dtype=bfloat16 (a bf16 copy of the body, fp32 LM head; agentrl/precision.py),
             with its own packed ceiling step, beside the CPU's fp32 and bf16 matmul rates and bf16 flags
@@ -33,11 +33,11 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from agentrl import precision  # noqa: E402
+from agentrl.engine.embedded import EmbeddedEngine  # noqa: E402
+from agentrl.engine.kv_batch import KVBatch  # noqa: E402
+from agentrl.engine.protocol import SamplingParams  # noqa: E402
+from agentrl.engine.sampling import recompute_logprobs  # noqa: E402
 from agentrl.models import load_model, load_tokenizer  # noqa: E402
-from agentrl.rollout.embedded import EmbeddedEngine  # noqa: E402
-from agentrl.rollout.engine import SamplingParams  # noqa: E402
-from agentrl.rollout.kv_batch import KVBatch  # noqa: E402
-from agentrl.rollout.sampling import recompute_logprobs  # noqa: E402
 
 PROMPTS, GROUP, MAX_NEW = 8, 4, 64
 
@@ -135,8 +135,8 @@ def main() -> int:
     print(f"workload: {PROMPTS} prompts × {GROUP} = {PROMPTS * GROUP} completions ≤ {MAX_NEW} tokens, "
           f"prompt lengths {sorted(map(len, prompts))}, torch threads {torch.get_num_threads()}", flush=True)
 
-    from agentrl.rollout.serve import spawn_server
-    from agentrl.rollout.sglang_client import SGLangClient
+    from agentrl.engine.serve import spawn_server
+    from agentrl.engine.sglang_client import SGLangClient
 
     proc, url = spawn_server(args.model, timeout_s=600)  # idle (no CPU) while the other measurements run
     engine = EmbeddedEngine(model, tokenizer, seed=0)

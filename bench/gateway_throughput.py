@@ -24,11 +24,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from agentrl.envs.external import load_agent  # noqa: E402
 
+from agentrl.engine.embedded import EmbeddedEngine  # noqa: E402
 from agentrl.models import load_tokenizer  # noqa: E402
 from agentrl.rollout.agent_loop import LoopConfig  # noqa: E402
 from agentrl.rollout.chat import ChatRenderer  # noqa: E402
 from agentrl.rollout.collector import collect_group  # noqa: E402
-from agentrl.rollout.embedded import EmbeddedEngine  # noqa: E402
 from tests.envs.test_external import ENV_AS_AGENT  # noqa: E402
 
 

@@ -38,9 +38,9 @@ import time
 from pathlib import Path
 
 from agentrl.config import load_config
+from agentrl.engine.embedded import EmbeddedEngine
 from agentrl.errors import ConfigError
 from agentrl.models import load_model, load_tokenizer
-from agentrl.rollout.embedded import EmbeddedEngine
 from agentrl.trainer.checkpoint import latest_checkpoint
 from agentrl.trainer.heldout import evaluate, paired_sign_test
 from agentrl.trainer.loop import train

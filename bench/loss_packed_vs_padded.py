@@ -13,8 +13,8 @@ import time
 import agentrl  # noqa: F401  # isort: skip  (first: sets OMP_WAIT_POLICY before torch loads libgomp)
 import torch
 
-from agentrl.trainer.losses import LossConfig, loss_normalizer, policy_loss
-from agentrl.trainer.packed import broadcast_to_tokens
+from agentrl.algo.flat import broadcast_to_tokens
+from agentrl.algo.losses import LossConfig, loss_normalizer, policy_loss
 
 B, T_MIN, T_MAX, REPS = 32, 64, 4096, 20
 CFG = LossConfig()

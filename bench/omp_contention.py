@@ -48,9 +48,9 @@ def child(variant: str, model_name: str) -> None:
     import agentrl  # noqa: F401  (first in the agentrl variant: sets OMP_WAIT_POLICY before torch loads)
 
     sys.path.insert(0, str(ROOT))
+    from agentrl.engine.embedded import EmbeddedEngine
+    from agentrl.engine.protocol import SamplingParams
     from agentrl.models import load_model, load_tokenizer
-    from agentrl.rollout.embedded import EmbeddedEngine
-    from agentrl.rollout.engine import SamplingParams
     from bench.engine_throughput import requests, workload
 
     tok = load_tokenizer(model_name)

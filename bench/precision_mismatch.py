@@ -22,12 +22,12 @@ import agentrl  # noqa: F401  # isort: skip  (first: sets OMP_WAIT_POLICY before
 import torch
 
 from agentrl import precision
+from agentrl.algo.metrics import mismatch_metrics
 from agentrl.config import load_config
+from agentrl.engine.embedded import EmbeddedEngine
 from agentrl.models import load_model, load_tokenizer
-from agentrl.rollout.embedded import EmbeddedEngine
 from agentrl.trainer.batch import build_minibatch, microbatches
 from agentrl.trainer.env_factory import build_env_factory
-from agentrl.trainer.metrics import mismatch_metrics
 from agentrl.trainer.pipeline import collect_step
 from agentrl.trainer.update import recompute_logprobs, update_config_from
 

@@ -84,8 +84,8 @@ async def main_async(args) -> None:
     import ray
 
     from agentrl.cluster.ray_backend import start_local_ray
+    from agentrl.engine.embedded import EmbeddedEngine
     from agentrl.models import load_model, load_tokenizer
-    from agentrl.rollout.embedded import EmbeddedEngine
 
     backend, note = sandbox_backend()
     concurrency = args.tasks * args.group

@@ -30,8 +30,9 @@ import torch
 
 from agentrl import precision
 from agentrl.config import load_config
+from agentrl.engine.build import build_engine  # noqa: E402
 from agentrl.models import load_model, load_tokenizer
-from agentrl.trainer.loop import build_engine, prepare_policy
+from agentrl.trainer.loop import prepare_policy
 from agentrl.trainer.pipeline import collect_step
 from agentrl.trainer.update import train_on_batch, update_config_from
 from agentrl.types import user
@@ -53,9 +54,9 @@ class AdditionEnv(agentrl.AgentEnv):
 def profile_update(model, optimizer, batch, ucfg) -> None:
     """Where one update's time goes (on a batch of its own): forward to the last hidden state, chunked logprobs,
     loss + backward, clip + AdamW. The weights are restored afterwards."""
+    from agentrl.algo.logprobs import token_logprobs_from_hidden
+    from agentrl.algo.losses import loss_normalizer, policy_loss
     from agentrl.trainer.batch import build_minibatch, microbatches
-    from agentrl.trainer.logprobs import token_logprobs_from_hidden
-    from agentrl.trainer.losses import loss_normalizer, policy_loss
 
     mb = build_minibatch(batch.trajectories, batch.advantages)
     norm = loss_normalizer(mb.loss_mask, mb.traj_index, mb.num_trajectories)

@@ -43,9 +43,9 @@ from typing import Any
 
 from agentrl import subreaper
 from agentrl.agent_env import AgentEnv
+from agentrl.engine.protocol import SamplingParams
 from agentrl.errors import ConfigError
 from agentrl.gateway import AgentClient, Gateway, SessionLimits
-from agentrl.rollout.engine import SamplingParams
 from agentrl.types import TerminationReason as TR
 from agentrl.types import user
 

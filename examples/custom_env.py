@@ -2,9 +2,9 @@
 import asyncio
 
 import agentrl
+from agentrl.engine.embedded import EmbeddedEngine
 from agentrl.models import load_tokenizer
 from agentrl.rollout.agent_loop import LoopConfig, run_episode
-from agentrl.rollout.embedded import EmbeddedEngine
 from agentrl.tool_calls import FormatError, format_call, function_tool
 from agentrl.types import tool, user
 

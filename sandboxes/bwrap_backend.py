@@ -31,7 +31,8 @@ import uuid
 from collections.abc import Mapping
 from pathlib import Path
 
-from agentrl.sandboxes import reaper, seccomp
+import agentrl.sandboxes.reaper as reaper
+import agentrl.sandboxes.seccomp as seccomp
 from agentrl.sandboxes.base import ExecResult, FileOpsMixin, SandboxConfig, SandboxConfigError
 from agentrl.sandboxes.cgroups import JOIN_SCRIPT, Cgroup, parents
 from agentrl.sandboxes.image import rootfs_path, rootfs_ready

@@ -31,7 +31,8 @@ import time
 import uuid
 from collections.abc import Mapping
 
-from agentrl.sandboxes import reaper, seccomp
+import agentrl.sandboxes.reaper as reaper
+import agentrl.sandboxes.seccomp as seccomp
 from agentrl.sandboxes.base import (
     WIPE_SCRIPT,
     ExecResult,

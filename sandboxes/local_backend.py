@@ -17,7 +17,7 @@ import uuid
 import warnings
 from collections.abc import Mapping
 
-from agentrl.sandboxes import reaper
+import agentrl.sandboxes.reaper as reaper
 from agentrl.sandboxes.base import FILE_SCRIPT, ExecResult, FileOpsMixin, SandboxConfig
 from agentrl.sandboxes.process import prlimit_argv, run_process
 

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
-from agentrl.sandboxes import reaper
+import agentrl.sandboxes.reaper as reaper
 from agentrl.sandboxes.backends import sandbox_factory, select_backend
 from agentrl.sandboxes.base import Sandbox, SandboxConfig, SandboxConfigError
 

@@ -5,8 +5,8 @@ envs/ → agentrl.envs, sandboxes/ → agentrl.sandboxes). It reports
 - module-level cycles: imports that run at module import time (module level, including try/if blocks);
 - function-level cycles: imports inside functions too, which do not fail at import time but still tie two
   modules to each other;
-- upward imports (UPWARD): a lower layer reaching into a higher one, at any level. The rollout layer, the
-  built-in envs and the evaluator sit below the trainer, which builds on them.
+- upward imports: a module reaching into a higher floor (FLOORS), at any level. In particular the core never
+  imports the built-in envs, and nothing below the trainer imports it.
 Blocks under `if TYPE_CHECKING:` never run and are skipped.
 """
 
@@ -18,9 +18,20 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = {"agentrl": ROOT / "agentrl", "agentrl.envs": ROOT / "envs", "agentrl.sandboxes": ROOT / "sandboxes"}
-UPWARD = {"agentrl.rollout": "agentrl.trainer", "agentrl.envs": "agentrl.trainer", "agentrl.evaluation": "agentrl.trainer"}
-"""Lower layer → the higher layer it must never import (a module is in a layer if its name is the layer's or
-starts with it and a dot)."""
+FLOORS: list[tuple[str, ...]] = [
+    ("agentrl.types", "agentrl.errors", "agentrl.tool_calls", "agentrl.safe_ast", "agentrl.subreaper"),
+    ("agentrl.algo",),
+    ("agentrl", "agentrl.config", "agentrl.registry", "agentrl.agent_env", "agentrl.models", "agentrl.precision",
+     "agentrl.preflight", "agentrl.sandboxes"),
+    ("agentrl.engine",),
+    ("agentrl.rollout", "agentrl.gateway"),
+    ("agentrl.envs", "agentrl.cluster", "agentrl.evaluation"),
+    ("agentrl.trainer",),
+    ("agentrl.commands", "agentrl.cli", "agentrl.__main__"),
+]
+"""The floors of the house, bottom first (docs/architecture.md): a module may import its own floor and those
+below, never one above. A module is on the floor of the longest name listed that is its name or a dotted prefix
+of it (so `agentrl` itself, the package's __init__, is on floor 2, and agentrl.envs.calc on floor 5)."""
 
 
 def modules() -> dict[str, Path]:
@@ -80,6 +91,7 @@ def graph(lazy: bool) -> dict[str, set[str]]:
         tree = ast.parse(path.read_text())
         nodes = _everywhere(tree) if lazy else _eager(tree)
         deps: set[str] = set()
+        named: set[str] = set()  # the modules an import statement names itself (not the names it imports)
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         for node in nodes:
             if isinstance(node, ast.ImportFrom):
@@ -88,11 +100,14 @@ def graph(lazy: bool) -> dict[str, set[str]]:
                     anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
                     base = ".".join([*anchor, base] if base else anchor)
                 deps.add(base)
+                named.add(base)
                 deps.update(f"{base}.{a.name}" for a in node.names)
             elif isinstance(node, ast.Import):
                 deps.update(a.name for a in node.names)
-        # a module's own ancestor packages are initialised before it in any case: not an edge of a cycle
-        ancestors = {name.rsplit(".", k)[0] for k in range(1, name.count(".") + 1)}
+        # A module's ancestor packages are initialised before it in any case, so they are an edge only where the
+        # module names one (`from agentrl.sandboxes import reaper` reads the package's __init__, which may be
+        # importing this very module): `from agentrl.sandboxes.reaper import ...` names only the submodule.
+        ancestors = {name.rsplit(".", k)[0] for k in range(1, name.count(".") + 1)} - named
         edges[name] = {d for d in deps if d in mods and d != name and d not in ancestors}
     return edges
 
@@ -146,10 +161,21 @@ def _in(module: str, layer: str) -> bool:
     return module == layer or module.startswith(layer + ".")
 
 
-def upward(edges: dict[str, set[str]]) -> list[tuple[str, str]]:
-    """(importer, imported) pairs where a lower layer imports the higher layer UPWARD forbids it."""
-    return sorted((src, dst) for src, deps in edges.items() for low, high in UPWARD.items()
-                  if _in(src, low) for dst in deps if _in(dst, high))
+def floor(module: str, floors: list[tuple[str, ...]] = FLOORS) -> int:
+    """The floor (index into `floors`) of a module: that of the longest listed name it is or starts with."""
+    best, level = -1, None
+    for i, names in enumerate(floors):
+        for n in names:
+            if _in(module, n) and len(n) > best:
+                best, level = len(n), i
+    if level is None:
+        raise KeyError(f"{module} is on no floor: add it (or its package) to FLOORS in scripts/import_cycles.py")
+    return level
+
+
+def upward(edges: dict[str, set[str]], floors: list[tuple[str, ...]] = FLOORS) -> list[tuple[str, str]]:
+    """(importer, imported) pairs where a module imports one on a higher floor."""
+    return sorted((src, dst) for src, deps in edges.items() for dst in deps if floor(dst, floors) > floor(src, floors))
 
 
 def main(argv: list[str]) -> int:

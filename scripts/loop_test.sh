@@ -2,7 +2,7 @@
 # Run one pytest selection N times in a row, stopping at the first failure; prints each run's time and the total.
 # Usage: scripts/loop_test.sh N <pytest args...>
 #        scripts/loop_test.sh 20 tests/trainer/test_pipeline.py -k "in_flight or labels"
-#        make loop-test T="tests/rollout/test_serve.py::test_retract_pause_recomputes_running_requests_with_the_new_weights" N=20
+#        make loop-test T="tests/engine/test_serve.py::test_retract_pause_recomputes_running_requests_with_the_new_weights" N=20
 # For concurrency changes: a flaky test is a bug, so loop it (and once with the CPU loaded) before committing.
 set -u
 N="${1:?usage: loop_test.sh N <pytest args...>}"

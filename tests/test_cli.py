@@ -319,7 +319,7 @@ def test_steps_are_numbered_from_1_in_every_output(tmp_path):
     samples/ and trajectories.jsonl: one run, every place it writes a step number."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    from agentrl.plot import panel_series, read_metrics
+    from agentrl.trainer.plot import panel_series, read_metrics
 
     run = tmp_path / "run"
     r = _run("train", "--env", "tests.test_cli:FlakyToolEnv", *TINY_RUN, f"trainer.run_dir={run}",

@@ -146,11 +146,11 @@ def test_model_eval_with_embedded_engine_and_over_sglang_http(tmp_path, docker_b
     """The model path end to end with the tiny model: in process, then through `agentrl serve`'s HTTP API."""
     import asyncio
 
+    from agentrl.engine.embedded import EmbeddedEngine
+    from agentrl.engine.serve import start_server
+    from agentrl.engine.sglang_client import SGLangClient
     from agentrl.evaluation import EvalConfig, run_eval
     from agentrl.models import load_tokenizer
-    from agentrl.rollout.embedded import EmbeddedEngine
-    from agentrl.rollout.serve import start_server
-    from agentrl.rollout.sglang_client import SGLangClient
 
     async def main():
         tokenizer = load_tokenizer("tiny")

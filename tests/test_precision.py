@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from agentrl import precision
+from agentrl.engine.embedded import EmbeddedEngine
+from agentrl.engine.protocol import SamplingParams
 from agentrl.models import load_model, load_tokenizer
-from agentrl.rollout.embedded import EmbeddedEngine
-from agentrl.rollout.engine import SamplingParams
 from agentrl.trainer.batch import build_minibatch, microbatches
 from agentrl.trainer.update import policy_logprobs
 from agentrl.types import Segment, Trajectory

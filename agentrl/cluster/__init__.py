@@ -17,9 +17,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Protocol
 
+from agentrl.engine.protocol import Engine
 from agentrl.rollout.agent_loop import LoopConfig, as_renderer
 from agentrl.rollout.collector import FAILURE_RETRIES, EnvFactory, collect_group
-from agentrl.rollout.engine import Engine
 from agentrl.types import Trajectory
 
 

@@ -109,9 +109,10 @@ class RolloutWorker:
         self.renderer = renderer
         self.engine = None
         if urls:
-            from agentrl.rollout.sglang_client import SGLangClient
+            from agentrl.config import Config
+            from agentrl.engine.build import build_engine
 
-            self.engine = SGLangClient(urls)
+            self.engine = build_engine(Config(), urls=urls)
 
     def ready(self) -> dict[str, Any]:
         """Where this worker runs (answered once the constructor has finished)."""
@@ -422,7 +423,7 @@ async def _endpoints(engine: Any, host: str, port: int) -> tuple[list[str], Any]
         return [], None
     if getattr(engine, "urls", None):  # SGLangClient: share its servers
         return list(engine.urls), None
-    from agentrl.rollout.serve import start_server
+    from agentrl.engine.serve import start_server
 
     try:
         server, url = await start_server(engine, host, port)

@@ -137,18 +137,13 @@ def run(args: argparse.Namespace) -> int:
     async def main() -> list[dict]:
         engine = tokenizer = None
         if not args.oracle:
+            from agentrl.config import Config, ModelConfig, RolloutConfig
+            from agentrl.engine.build import build_engine
             from agentrl.models import load_tokenizer
 
-            if urls:
-                from agentrl.rollout.sglang_client import SGLangClient
-
-                engine = SGLangClient(urls)
-                tokenizer = load_tokenizer(args.tokenizer or "smollm2-135m-instruct")
-            else:
-                from agentrl.rollout.embedded import EmbeddedEngine
-
-                tokenizer = load_tokenizer(model)
-                engine = EmbeddedEngine(model, tokenizer, seed=args.seed)
+            tokenizer = load_tokenizer((args.tokenizer or "smollm2-135m-instruct") if urls else model)
+            run_cfg = Config(model=ModelConfig(name=model), rollout=RolloutConfig(engine_dtype="float32"))
+            engine = build_engine(run_cfg, tokenizer=tokenizer, urls=urls, seed=args.seed)
         try:
             return await run_eval(cfg, engine, tokenizer, progress=not args.quiet)
         finally:

@@ -31,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="require 'Authorization: Bearer KEY' on the session routes (/sessions)")
     parser.add_argument("--temperature", type=float, default=1.0, help="default sampling temperature")
     parser.add_argument("--max-new-tokens", type=int, default=1024, help="default and cap of a call's max_tokens")
-    parser.add_argument("--dtype", default="float32", help="embedded engine: float32 | bfloat16")
+    parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"], help="embedded engine dtype")
     parser.add_argument("--device", default="cpu", help="embedded engine: cpu, cuda, cuda:1, ...")
     parser.add_argument("--seed", type=int, default=None, help="embedded engine RNG seed")
 
@@ -41,21 +41,19 @@ async def serve(args: argparse.Namespace) -> None:
     import asyncio
     import signal
 
+    from agentrl.config import Config, ModelConfig, RolloutConfig
+    from agentrl.engine.build import build_engine
+    from agentrl.engine.protocol import SamplingParams
     from agentrl.gateway import Gateway
     from agentrl.models import load_tokenizer
     from agentrl.rollout.chat import ChatRenderer
-    from agentrl.rollout.engine import SamplingParams
 
-    renderer = ChatRenderer(load_tokenizer(args.model))
-    if args.engine_url:
-        from agentrl.rollout.sglang_client import SGLangClient
-
-        engine = SGLangClient(args.engine_url, api_key=args.engine_api_key)
-    else:
-        from agentrl.rollout.embedded import EmbeddedEngine
-
-        engine = await asyncio.to_thread(EmbeddedEngine, args.model, dtype=args.dtype, device=args.device,
-                                         seed=args.seed)
+    tokenizer = load_tokenizer(args.model)
+    renderer = ChatRenderer(tokenizer)
+    run_cfg = Config(model=ModelConfig(name=args.model, device=args.device),
+                     rollout=RolloutConfig(engine_dtype=args.dtype))
+    engine = await asyncio.to_thread(build_engine, run_cfg, tokenizer=tokenizer, urls=args.engine_url,
+                                     api_key=args.engine_api_key, seed=args.seed)
     gateway = Gateway(engine, renderer, model_name=args.model, admin_api_key=args.admin_api_key,
                       sampling=SamplingParams(temperature=args.temperature, max_new_tokens=args.max_new_tokens))
     try:

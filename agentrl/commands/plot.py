@@ -14,7 +14,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Plot and print where the PNG is."""
-    from agentrl.plot import plot_run
+    from agentrl.trainer.plot import plot_run
 
     print(plot_run(args.run_dir, args.out))
     return 0

@@ -4,7 +4,7 @@
   agentrl serve --backend sglang --model /ckpt/step-100 --port 30000  # on a GPU machine with SGLang installed
   agentrl serve --backend sglang --model /ckpt/step-100 --print-only  # just print the launch command
 
-Both answer the same client (agentrl.rollout.sglang_client.SGLangClient); see examples/sglang_gpu.md.
+Both answer the same client (agentrl.engine.sglang_client.SGLangClient); see examples/sglang_gpu.md.
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
         os.execv(cmd[0], cmd)  # replaces this process: signals and exit status are SGLang's own
     import asyncio
 
-    from agentrl.rollout.serve import serve_forever
+    from agentrl.engine.serve import serve_forever
 
     asyncio.run(serve_forever(args.model, args.host, args.port, dtype=args.dtype, device=args.device,
                               seed=args.seed, max_batch_size=args.max_batch_size, api_key=args.api_key,

@@ -7,7 +7,7 @@ Examples:
   agentrl train --env calc --resume runs/calc-20261129-101500
 Config precedence: defaults < configs/<env>.yaml < --config FILE < dotted overrides. `--env` also takes a
 class, `--env my_pkg.envs:MyEnv`. `--resume RUN` continues RUN with its own config.yaml; only trainer.steps,
-logging, checkpoint/eval cadence and similar keys may be overridden then (agentrl.resume.SAFE_ON_RESUME).
+logging, checkpoint/eval cadence and similar keys may be overridden then (agentrl.trainer.resume.SAFE_ON_RESUME).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def resolve(args: argparse.Namespace):
     from agentrl.registry import resolve as resolve_env
 
     if getattr(args, "resume", None):
-        from agentrl.resume import resume_config
+        from agentrl.trainer.resume import resume_config
 
         cfg = resume_config(args.resume, args.overrides, env=args.env, config_file=args.config)
     else:

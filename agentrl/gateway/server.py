@@ -26,11 +26,11 @@ from typing import Any
 
 from aiohttp import web
 
+from agentrl.engine.errors import EngineRequestError
+from agentrl.engine.protocol import Engine, SamplingParams
 from agentrl.gateway.protocol import RequestError, completion, parse_request, stream_chunks
 from agentrl.gateway.session import Session, SessionLimits
 from agentrl.rollout.chat import ChatRenderer
-from agentrl.rollout.engine import Engine, SamplingParams
-from agentrl.rollout.engine_errors import EngineRequestError
 from agentrl.rollout.seeds import turn_seed
 from agentrl.types import Trajectory
 

@@ -20,9 +20,9 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from agentrl.engine.protocol import Generation, SamplingParams
 from agentrl.gateway.protocol import RequestError, assistant_reply, canonical, template_message
 from agentrl.rollout.chat import ChatRenderer, TemplateError
-from agentrl.rollout.engine import Generation, SamplingParams
 from agentrl.tool_calls import tools_prompt
 from agentrl.types import Segment, Turn
 

@@ -29,9 +29,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agentrl.config import RolloutConfig, default
+from agentrl.engine.protocol import Engine, Generation, SamplingParams
 from agentrl.errors import SandboxError
 from agentrl.rollout.chat import ChatRenderer, Conversation
-from agentrl.rollout.engine import Engine, Generation, SamplingParams
 from agentrl.rollout.seeds import turn_seed
 from agentrl.types import TerminationReason as TR
 from agentrl.types import Trajectory, Turn

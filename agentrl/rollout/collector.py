@@ -14,8 +14,8 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from agentrl.engine.protocol import Engine
 from agentrl.rollout.agent_loop import LoopConfig, as_renderer, run_episode
-from agentrl.rollout.engine import Engine
 from agentrl.rollout.seeds import member_sampling_seed
 from agentrl.types import FAILURE_POLICY, FailureAction, TerminationReason, Trajectory
 

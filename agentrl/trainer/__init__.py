@@ -1,6 +1,7 @@
-"""GRPO-family trainer math as pure functions over packed per-token tensors (docs/algorithms.md; a bare §N in
-this package cites that page's section N).
+"""The training run: loop (setup → steps → teardown), rollout pipeline and group collection, the update over
+packed micro-batches (batch, prefix, update), supervised warm start (sft), checkpoints and resume, held-out
+evaluation, the monitor (console, metrics.jsonl, TensorBoard) and its plot.
 
-advantages (ADVANTAGES), shaping (overlong, dynamic sampling), losses (LOSS_SPECS, REDUCTIONS,
-policy_loss, loss_normalizer), corrections (TIS/MIS/trajectory trust regions), kl, metrics, logprobs.
+The math it applies lives one floor down in agentrl.algo; engines in agentrl.engine; episodes in
+agentrl.rollout (docs/architecture.md).
 """

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from agentrl.trainer.prefix_plan import plan_shared_rows
 from agentrl.types import Trajectory
 
 
@@ -127,12 +128,8 @@ def microbatches(mb: MiniBatch, token_budget: int, *, share_prefix: bool = False
     """Cut a MiniBatch into MicroBatches of right-padded rows.
 
     share_prefix: the rows' budget counts a prefix several rows share once, as the shared-prefix forward computes
-    it (agentrl.trainer.prefix.plan_shared_rows); pass it only when that forward will run."""
+    it (agentrl.trainer.prefix_plan.plan_shared_rows); pass it only when that forward will run."""
     if share_prefix:
-        from agentrl.trainer.prefix import (
-            plan_shared_rows,  # prefix.py types its arguments with this module's
-        )
-
         plans = plan_shared_rows(mb.input_ids, mb.segment_bounds, token_budget)
     else:
         plans = plan_rows(mb.segment_bounds, token_budget)

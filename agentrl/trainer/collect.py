@@ -18,14 +18,14 @@ from dataclasses import dataclass, field
 
 import torch
 
+from agentrl.algo.advantages import AdvantageConfig, compute_advantages
+from agentrl.algo.credit import credit_advantages
+from agentrl.algo.metrics import Peak, merge_metrics
+from agentrl.algo.shaping import dynamic_sampling_filter, overlong_penalty
 from agentrl.cluster import EpisodeBackend, LocalBackend
 from agentrl.rollout.agent_loop import LoopConfig
 from agentrl.rollout.collector import summarize
 from agentrl.rollout.seeds import task_seed
-from agentrl.trainer.advantages import AdvantageConfig, compute_advantages
-from agentrl.trainer.credit import credit_advantages
-from agentrl.trainer.metrics import Peak, merge_metrics
-from agentrl.trainer.shaping import dynamic_sampling_filter, overlong_penalty
 from agentrl.types import Trajectory, scored
 
 

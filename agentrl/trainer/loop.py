@@ -33,9 +33,9 @@ from typing import Any
 
 import torch
 
-from agentrl import precision
 from agentrl.cluster import EpisodeBackend, build_backend
 from agentrl.config import Config, dump_config
+from agentrl.engine.build import build_engine, compute_precision, engine_precision
 from agentrl.errors import ConfigError
 from agentrl.precision import Precision
 from agentrl.sandboxes import reaper
@@ -115,43 +115,13 @@ class Run:
 def resolve_run_dir(cfg: Config, resume: str | None) -> Path:
     """The run directory: the one being resumed, or trainer.run_dir with {env} and {time} filled in."""
     if resume:
-        from agentrl.resume import check_resumable, run_dir_of
+        from agentrl.trainer.resume import check_resumable, run_dir_of
 
         run = run_dir_of(resume)
         check_resumable(cfg, run)  # a different config under the old run's name would silently fork it
         return run
     env = cfg.env.name.replace(":", ".").replace("/", "_")  # "my_pkg.envs:MyEnv" names a folder too
     return Path(cfg.trainer.run_dir.format(env=env, time=time.strftime("%Y%m%d-%H%M%S")))
-
-
-def build_engine(cfg: Config, model, tokenizer):
-    """The rollout engine: the embedded engine on the trainer's own weights (sync mode in the trainer's dtype:
-    generation and training alternate, so nothing is copied) or on a copy of them (overlapped modes, or an engine
-    dtype of its own: converted at every weight sync), or a client of SGLang servers."""
-    if cfg.rollout.engine == "sglang":
-        from agentrl.rollout.sglang_client import SGLangClient
-
-        return SGLangClient(cfg.rollout.urls)
-    from agentrl.rollout.embedded import EmbeddedEngine, engine_view
-
-    dtype = engine_precision(cfg).name
-    if precision.DTYPES[dtype] == precision.param_dtype(model):
-        model = engine_view(model, share_weights=cfg.rollout.mode == "sync")
-    return EmbeddedEngine(model, tokenizer, seed=cfg.rollout.seed, max_batch_size=cfg.rollout.max_batch_size,
-                          packed_weights=cfg.rollout.packed_weights, dtype=dtype)
-
-
-def compute_precision(cfg: Config) -> Precision:
-    """The trainer's compute dtype (model.compute_dtype resolved on model.device) and why."""
-    return precision.resolve(cfg.model.compute_dtype, cfg.model.device)
-
-
-def engine_precision(cfg: Config) -> Precision:
-    """The embedded engine's dtype: rollout.engine_dtype, or the trainer's compute dtype when auto."""
-    if cfg.rollout.engine_dtype == "auto":
-        own = compute_precision(cfg)
-        return Precision(own.name, "as the trainer")
-    return precision.resolve(cfg.rollout.engine_dtype, cfg.model.device)
 
 
 def restore_precision(cfg: Config, ckpt: Path | None) -> Config:
@@ -438,7 +408,7 @@ def finish(run: Run) -> RunResult:
 
 def _plot(run_dir: Path, monitor: Monitor) -> Path | None:
     try:
-        from agentrl.plot import plot_run
+        from agentrl.trainer.plot import plot_run
 
         return plot_run(run_dir)
     except Exception as e:  # a plotting problem must not hide a finished run

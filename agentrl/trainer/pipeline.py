@@ -36,10 +36,10 @@ from functools import partial
 
 import torch
 
+from agentrl.algo.metrics import staleness_histogram
 from agentrl.cluster import EpisodeBackend, LocalBackend
 from agentrl.errors import EngineError
 from agentrl.trainer.collect import SlotRollout, StepBatch, collect_slot, merge_slots, resample_rounds
-from agentrl.trainer.metrics import staleness_histogram
 from agentrl.types import Trajectory
 
 

@@ -26,6 +26,11 @@ import torch
 from torch import Tensor
 
 from agentrl import precision
+from agentrl.algo.corrections import CorrectionConfig, correction_weights
+from agentrl.algo.flat import masked, traj_sum
+from agentrl.algo.logprobs import token_logprobs_from_hidden
+from agentrl.algo.losses import LOSS_SPECS, LossConfig, loss_normalizer, policy_loss
+from agentrl.algo.metrics import mismatch_metrics, staleness_metrics
 from agentrl.trainer.batch import (
     MicroBatch,
     MiniBatch,
@@ -34,18 +39,14 @@ from agentrl.trainer.batch import (
     slice_trajectories,
     trajectory_local,
 )
-from agentrl.trainer.corrections import CorrectionConfig, correction_weights
-from agentrl.trainer.logprobs import token_logprobs_from_hidden
-from agentrl.trainer.losses import LOSS_SPECS, LossConfig, loss_normalizer, policy_loss
 from agentrl.trainer.memory import release_memory
-from agentrl.trainer.metrics import mismatch_metrics, staleness_metrics
-from agentrl.trainer.packed import masked, traj_sum
 from agentrl.trainer.prefix import shared_prefix_hidden, sharing_supported
 
 
 @dataclass(frozen=True)
 class UpdateConfig:
-    """Everything an update needs besides the data (built once from the run config by `update_config_from`)."""
+    """Everything an update needs besides the data, built once from the run config by `update_config_from` (no
+    defaults here: config.py holds the run's, agentrl.algo.defaults the algorithm's)."""
 
     loss: str
     loss_cfg: LossConfig
@@ -55,10 +56,10 @@ class UpdateConfig:
     micro_batch_tokens: int
     logprob_chunk: int
     grad_clip: float
-    mini_batches: int = 1
-    ppo_epochs: int = 1
-    share_prefix: bool = True
-    compute_dtype: str = "float32"  # the transformer body's autocast dtype (agentrl.precision); head and loss stay fp32
+    mini_batches: int
+    ppo_epochs: int
+    share_prefix: bool
+    compute_dtype: str  # the transformer body's autocast dtype (agentrl.precision); head and loss stay fp32
 
 
 def update_config_from(cfg) -> UpdateConfig:

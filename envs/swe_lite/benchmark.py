@@ -91,14 +91,15 @@ def evaluate_model(cfg, model_name: str, tasks: list[Task], level: int, *, label
     With `label`, prints one progress line per finished episode (an evaluation takes minutes on a CPU)."""
     from agentrl.sandboxes import reaper
 
-    from agentrl.models import load_model, load_tokenizer
-    from agentrl.rollout.embedded import EmbeddedEngine
+    from agentrl.engine.build import build_engine
+    from agentrl.models import load_tokenizer
 
     reaper.install_sigterm_hook()
     tokenizer = load_tokenizer(model_name)
 
     async def go():
-        engine = EmbeddedEngine(load_model(model_name), tokenizer, seed=0, max_batch_size=cfg.rollout.max_batch_size)
+        # fp32 and seed 0 whatever the preset says: the benchmark's figures were all measured that way
+        engine = build_engine(_engine_config(cfg, model_name), tokenizer=tokenizer, seed=0)
         try:
             done = 0
 
@@ -115,3 +116,9 @@ def evaluate_model(cfg, model_name: str, tasks: list[Task], level: int, *, label
             await engine.close()
 
     return asyncio.run(go())
+
+
+def _engine_config(cfg, model_name: str):
+    """cfg with `model_name` as the model and an fp32 embedded engine (the benchmark's fixed evaluation engine)."""
+    rollout = cfg.rollout.model_copy(update={"engine": "embedded", "urls": [], "engine_dtype": "float32"})
+    return cfg.model_copy(update={"model": cfg.model.model_copy(update={"name": model_name}), "rollout": rollout})

@@ -18,9 +18,9 @@ from ray import cloudpickle  # noqa: E402
 
 from agentrl.cluster.ray_backend import RayBackend, start_local_ray  # noqa: E402
 from agentrl.config import load_config  # noqa: E402
+from agentrl.engine.embedded import EmbeddedEngine  # noqa: E402
 from agentrl.errors import ClusterError  # noqa: E402
 from agentrl.models import load_model, load_tokenizer  # noqa: E402
-from agentrl.rollout.embedded import EmbeddedEngine  # noqa: E402
 from agentrl.trainer.loop import train  # noqa: E402
 from agentrl.trainer.pipeline import collect_step  # noqa: E402
 

@@ -143,7 +143,7 @@ def test_expert_is_held_to_the_policy_budget():
 
 @pytest.mark.slow
 def test_tiny_model_episode_through_the_embedded_engine():
-    from agentrl.rollout.embedded import EmbeddedEngine
+    from agentrl.engine.embedded import EmbeddedEngine
 
     async def go():
         engine = EmbeddedEngine("tiny", seed=0)

@@ -157,7 +157,7 @@ def test_the_example_openai_agent_round_trips_a_tool_call_and_earns_its_reward(r
     from agentrl.envs.external import load_agent
 
     from agentrl.tool_calls import format_call
-    from tests.rollout.scripted_engine import ScriptedEngine
+    from tests.engine.scripted_engine import ScriptedEngine
 
     path = Path(__file__).resolve().parents[2] / "examples" / "openai_agent.py"
     module, _ = load_agent(f"{path}:run")

@@ -8,11 +8,11 @@ import asyncio
 import pytest
 
 import agentrl
+from agentrl.engine.embedded import EmbeddedEngine
 from agentrl.models import load_tokenizer
 from agentrl.rollout.agent_loop import LoopConfig
 from agentrl.rollout.chat import ChatRenderer
 from agentrl.rollout.collector import collect_group
-from agentrl.rollout.embedded import EmbeddedEngine
 
 
 class Recording:

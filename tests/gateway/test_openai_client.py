@@ -12,13 +12,13 @@ import json
 import openai
 import pytest
 
+from agentrl.engine.protocol import SamplingParams
+from agentrl.engine.sampling import recompute_logprobs
 from agentrl.gateway import Gateway, SessionLimits
-from agentrl.rollout.engine import SamplingParams
-from agentrl.rollout.sampling import recompute_logprobs
 from agentrl.tool_calls import format_call
+from tests.engine.scripted_engine import ScriptedEngine
 from tests.gateway.fixtures import Recording, engine, renderer  # noqa: F401 (fixtures)
 from tests.gateway.test_server import CALC
-from tests.rollout.scripted_engine import ScriptedEngine
 
 SAMPLING = SamplingParams(temperature=1.0, max_new_tokens=8)  # requests send no temperature: this is what sampled
 SCRIPTED = SessionLimits(max_new_tokens=64)  # room for a scripted reply's whole tool call

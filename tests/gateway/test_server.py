@@ -11,11 +11,11 @@ import json
 import aiohttp
 import pytest
 
+from agentrl.engine.protocol import SamplingParams
 from agentrl.gateway import AgentClient, Gateway, GatewayError, SessionLimits
-from agentrl.rollout.engine import SamplingParams
 from agentrl.tool_calls import format_call, function_tool
+from tests.engine.scripted_engine import ScriptedEngine
 from tests.gateway.fixtures import Recording, engine, renderer  # noqa: F401 (fixtures)
-from tests.rollout.scripted_engine import ScriptedEngine
 
 SYSTEM = {"role": "system", "content": "You are a terse assistant."}
 CALC = function_tool("calc", "Evaluate an arithmetic expression.", {"expression": {"type": "string"}})

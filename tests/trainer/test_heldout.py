@@ -8,9 +8,9 @@ import pytest
 
 import agentrl
 from agentrl.config import load_config
+from agentrl.engine.embedded import EmbeddedEngine
 from agentrl.evaluation import HELDOUT_STEP
 from agentrl.models import load_model, load_tokenizer
-from agentrl.rollout.embedded import EmbeddedEngine
 from agentrl.trainer.collect import task_seed
 from agentrl.trainer.heldout import HeldOut, evaluate, paired_sign_test, wilson
 from agentrl.types import user

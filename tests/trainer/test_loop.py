@@ -13,8 +13,8 @@ import torch
 
 import agentrl
 from agentrl.config import load_config
+from agentrl.engine.embedded import EmbeddedEngine
 from agentrl.models import load_model, load_tokenizer
-from agentrl.rollout.embedded import EmbeddedEngine
 from agentrl.trainer.batch import build_minibatch
 from agentrl.trainer.checkpoint import list_checkpoints
 from agentrl.trainer.collect import trainable
@@ -258,7 +258,7 @@ def test_a_run_of_masked_episodes_stops_loudly_and_skipped_steps_say_why(tmp_pat
     assert [r["trainer/skipped_steps"] for r in rows] == [1.0, 1.0]
     assert list_checkpoints(tmp_path / "run") == []  # stopped at step 2 of 4: no final checkpoint of nothing
 
-    from agentrl.plot import plot_run
+    from agentrl.trainer.plot import plot_run
 
     assert plot_run(tmp_path / "run").stat().st_size > 0  # skipped steps are shaded, not a crash
 
@@ -331,7 +331,7 @@ def test_training_through_sglang_client_syncs_weights_via_disk(tmp_path):
     """Guards the GPU-scale path on CPU: rollouts from an SGLang-compatible server over real HTTP (loopback),
     weights pushed back through /update_weights_from_disk. If the sync failed, step 2's behaviour logprobs
     would come from stale weights and the same-version mismatch would be large."""
-    from agentrl.rollout.serve import spawn_server
+    from agentrl.engine.serve import spawn_server
 
     proc, url = spawn_server("tiny")
     try:
@@ -358,7 +358,7 @@ def test_a_spent_time_budget_stops_the_run_at_a_checkpoint_that_resumes(tmp_path
     assert out.checkpoint.name == "step_000001"
     logged = [json.loads(x)["step"] for x in out.metrics.read_text().splitlines()]
     assert logged == [1]
-    from agentrl.resume import resume_config
+    from agentrl.trainer.resume import resume_config
 
     again = train(resume_config(out.run_dir, ["trainer.max_train_s=null"]), resume=str(out.run_dir))
     assert again.checkpoint.name == "step_000003"

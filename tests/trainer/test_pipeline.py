@@ -15,11 +15,11 @@ import torch
 
 import agentrl
 from agentrl.config import load_config
+from agentrl.engine.embedded import EmbeddedEngine
+from agentrl.engine.kv_batch import cache_kwarg, new_cache
+from agentrl.engine.protocol import SamplingParams
 from agentrl.errors import ConfigError
 from agentrl.models import load_model, load_tokenizer
-from agentrl.rollout.embedded import EmbeddedEngine
-from agentrl.rollout.engine import SamplingParams
-from agentrl.rollout.kv_batch import cache_kwarg, new_cache
 from agentrl.trainer.checkpoint import list_checkpoints
 from agentrl.trainer.collect import SlotRollout, task_seed
 from agentrl.trainer.loop import _train, train
@@ -257,7 +257,7 @@ def test_one_step_off_through_sglang_client_updates_weights_in_flight(tmp_path):
     """Guards the SGLang path of in-flight updates: /pause_generation retract → /update_weights_from_disk →
     /continue_generation while the next step's groups are generating. A lost update would leave tokens more
     than one version behind; a wrong label would put stale tokens in bucket 0 and blow up its floor."""
-    from agentrl.rollout.serve import spawn_server
+    from agentrl.engine.serve import spawn_server
 
     proc, url = spawn_server("tiny")
     try:
@@ -281,8 +281,8 @@ def test_in_flight_sync_labels_every_token_with_the_weights_that_produced_it(tmp
     update to land mid-generation (likelier on a loaded machine); here it is forced: the engine's worker stops
     inside its 6th forward until the pause message is queued, so the update lands after exactly 6 tokens. Every
     token labelled v must then equal a full recompute with weights v (retract: re-prefill after resume)."""
-    from agentrl.rollout.serve import start_server
-    from agentrl.rollout.sglang_client import SGLangClient
+    from agentrl.engine.serve import start_server
+    from agentrl.engine.sglang_client import SGLangClient
 
     tok = load_tokenizer("tiny")
     old = load_model("tiny").eval()

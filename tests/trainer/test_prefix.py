@@ -9,7 +9,8 @@ import torch
 from agentrl.models import load_model
 from agentrl.trainer.batch import build_minibatch, microbatches
 from agentrl.trainer.loop import enable_gradient_checkpointing
-from agentrl.trainer.prefix import MIN_PREFIX, plan_shared_prefixes, stats
+from agentrl.trainer.prefix import stats
+from agentrl.trainer.prefix_plan import MIN_PREFIX, plan_shared_prefixes
 from agentrl.trainer.update import policy_logprobs
 from agentrl.types import Segment, Trajectory
 
@@ -165,7 +166,7 @@ def _grpo_batch(groups: int, rows: int, prompt: int, tail: int, seed: int = 7):
 def test_planner_budget_counts_a_shared_prompt_once():
     """Rows of 80 + ~10 tokens: the plain budget of 200 fits 2 rows; counting each group's prompt once, a group of
     4 costs 80 + 4 × 12 and fits whole, so sharing has something to share (and the blocks stay contiguous)."""
-    from agentrl.trainer.prefix import shared_cost
+    from agentrl.trainer.prefix_plan import shared_cost
 
     mb = _grpo_batch(groups=3, rows=4, prompt=80, tail=10)
     plain = microbatches(mb, token_budget=200)

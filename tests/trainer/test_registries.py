@@ -9,9 +9,9 @@ import json
 import pytest
 import torch
 
+from agentrl.algo import advantages, losses
 from agentrl.config import load_config
 from agentrl.errors import ConfigError
-from agentrl.trainer import advantages, losses
 from agentrl.trainer.loop import train
 from tests.trainer.test_loop import _cfg
 

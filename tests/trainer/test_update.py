@@ -12,9 +12,9 @@ import torch
 
 import agentrl
 from agentrl.config import load_config
+from agentrl.engine.embedded import EmbeddedEngine
 from agentrl.errors import ConfigError
 from agentrl.models import load_model, load_tokenizer
-from agentrl.rollout.embedded import EmbeddedEngine
 from agentrl.trainer.batch import build_minibatch, microbatches, slice_trajectories, trajectory_local
 from agentrl.trainer.pipeline import collect_step
 from agentrl.trainer.update import split_trajectories, train_on_batch, train_on_minibatch, update_config_from
@@ -180,9 +180,9 @@ def test_gspo_with_token_mean_is_refused_at_config_load(tmp_path):
 def test_trainer_dataclass_defaults_agree_with_the_config():
     """The math-level dataclasses' defaults are the run config's algo defaults (corrections reads them from the
     config; losses states them, as the config imports it): a run built from defaults sees the same values."""
+    from agentrl.algo.corrections import CorrectionConfig
+    from agentrl.algo.losses import LossConfig
     from agentrl.config import AlgoConfig
-    from agentrl.trainer.corrections import CorrectionConfig
-    from agentrl.trainer.losses import LossConfig
 
     a, c, lc = AlgoConfig(), CorrectionConfig(), LossConfig()
     assert (c.token, c.tis_cap, c.mis_band, c.traj, c.veto_floor) == (
@@ -194,7 +194,7 @@ def test_trainer_dataclass_defaults_agree_with_the_config():
 
 def test_shared_engine_view_trains_in_place(batch):
     """engine_view(share_weights=True) holds the trainer's tensors (no copy) with its own train/eval flag."""
-    from agentrl.rollout.embedded import engine_view, shares_weights
+    from agentrl.engine.embedded import engine_view, shares_weights
 
     model = load_model("tiny").train()
     view = engine_view(model, share_weights=True)

@@ -12,9 +12,9 @@ from agentrl.envs.swe_lite.benchmark import resolved_rate
 from agentrl.envs.swe_lite.grading import REPO
 
 from agentrl.config import load_config
+from agentrl.engine.protocol import Generation
 from agentrl.models import load_tokenizer
 from agentrl.rollout.chat import ChatRenderer
-from agentrl.rollout.engine import Generation
 
 pytestmark = pytest.mark.docker
 
