@@ -5,7 +5,9 @@ every eligible task of the held-out splits is run exactly once, so two models (o
 task by task (agentrl.evaluation.paired_sign_test) on the same tasks. It is the generic evaluator
 (agentrl.evaluation.run_episodes) with swe_lite's hook and the training run's episode budget, greedy.
 "Resolved" is the grader's verdict (all hidden F2P and P2P tests pass), never a shaped reward; an episode the
-loop's own budget ended is graded as it stands, as in `agentrl eval`.
+loop's own budget ended is graded as it stands, as in `agentrl eval`. An evaluation can be continued: episodes
+already finished (`done`) are kept and the rest run. `non_fix_findings` reads a resolved episode's patch for the
+changes the test-strength audit (audit.py) calls generic non-fixes, so a learned hack is counted, not credited.
 """
 
 from __future__ import annotations
@@ -200,7 +202,8 @@ def non_fix_findings(task: Task, patch: str) -> list[str]:
         toks = _tokens(stripped)
         names = {t.string for t in toks if t.type == tokenize.NAME}
         ops = {t.string for t in toks if t.type in (tokenize.OP, tokenize.NAME)}
-        if names & ALWAYS_EQUAL_NAMES:
+        in_strings = {w for t in toks if t.type == tokenize.STRING for w in re.findall(r"\w+", t.string)}  # type('A', (), {'__eq__': ...})
+        if (names | in_strings) & ALWAYS_EQUAL_NAMES:
             findings.append(f"always_equal: {stripped[:200]}")
         elif "if" in names and ops & COMPARISONS and any(_literal(t) in quoted for t in toks):
             findings.append(f"special_case: {stripped[:200]}")
