@@ -420,9 +420,9 @@ def run(args, argv: list[str], where: dict) -> dict:
                "held_out_tasks": {lv: ids[lv] for lv in levels}, "rows": rows, "paired_grpo_vs_warm_start": paired,
                "audit": audits, "total_s": round(total_s, 1), "dashboard": str(png) if png else None,
                "training_dashboard": str(out / "grpo" / "dashboard.png")}
-    record = {"env": args.env, "model": args.model, "split": args.split, "rows": rows, "paired": paired,
+    record = {"status": "measured", "env": args.env, "model": args.model, "split": args.split, "rows": rows, "paired": paired,
               "audit": {lv: {k: a[k] for k in ("resolved", "flagged")} for lv, a in audits.items()},
-              "command": pinned["command"], "commit": pinned["commit"], "started": pinned["created"],
+              "command": pinned["command"].replace(f"{ROOT}/", ""), "commit": pinned["commit"], "started": pinned["created"],
               "finished": time.strftime("%Y-%m-%d %H:%M:%S %z"), "cpu": cpu_model(),
               "precision": {"trainer": compute_precision(train_cfg).name, "engine": engine_precision(train_cfg).name,
                             "evaluation": "float32"},
