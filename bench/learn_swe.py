@@ -98,7 +98,7 @@ def check_recipe(out: Path, recipe: dict, command: str) -> dict:
     """Pin the recipe in OUT/run.json on the first run; later runs must match it. Returns run.json."""
     path = out / "run.json"
     if not path.exists():
-        if any(p.name != "run.json" for p in out.iterdir()):
+        if any(not p.name.startswith(".") for p in out.iterdir()):
             raise Refused(f"{out} is not empty and has no run.json, so it is not a state directory of this "
                           "benchmark; pass a new --out")
         run = {"command": command, "recipe": recipe, "created": time.strftime("%Y-%m-%d %H:%M:%S %z"),

@@ -108,7 +108,8 @@ def evaluate_model(cfg, model_name: str, tasks: list[Task], level: int, *, label
 
     reaper.install_sigterm_hook()
     tokenizer = load_tokenizer(model_name)
-    kept = sum(t.instance_id in {iid for iid, _ in done or {}} for t in tasks)
+    done_ids = {iid for iid, _ in done or {}}
+    kept = sum(t.instance_id in done_ids for t in tasks)
 
     async def go():
         # fp32 and seed 0 whatever the preset says: the benchmark's figures were all measured that way
