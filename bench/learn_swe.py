@@ -49,7 +49,9 @@ import shutil
 import subprocess
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import yaml
 from agentrl.envs.swe_lite.benchmark import audit_episodes, evaluate_model, held_out_tasks
@@ -312,133 +314,173 @@ def main(argv: list[str] | None = None) -> dict:
         raise SystemExit(interrupted_status()) from None
 
 
-def run(args, argv: list[str], where: dict) -> dict:
-    from agentrl.trainer.loop import train
+@dataclass
+class Bench:
+    """One invocation: the recipe's configs and held-out tasks, the state directory and what the phases found."""
 
+    args: argparse.Namespace
+    out: Path
+    levels: list[int]
+    overrides: list[str]
+    cfg: Any  # the recipe's config (evaluation reads its env and rollout budget)
+    sft_cfg: Any
+    grpo_cfg: Any  # None with --grpo-steps 0
+    tasks: dict[int, list]  # held-out tasks per level
+    base_tasks: dict[int, list]  # the base model's (the first --base-limit of them)
+    where: dict  # {"phase": what runs now}, for the line an interruption prints
+    clock: Clock | None = None
+    rows: list[dict] = field(default_factory=list)
+    held: dict = field(default_factory=dict)  # (phase, level) -> HeldOut
+    audits: dict = field(default_factory=dict)  # level -> audit_episodes of the GRPO phase
+
+    def recipe(self) -> dict:
+        """What OUT/run.json pins: a resumed run must compute exactly this."""
+        a = self.args
+        return {"env": a.env, "model": a.model, "config": a.config, "levels": self.levels, "split": a.split,
+                "limit": self.args.limit, "skip_base": a.skip_base, "eval_concurrency": a.eval_concurrency,
+                "sft": comparable(self.sft_cfg), "grpo": comparable(self.grpo_cfg) if self.grpo_cfg else None,
+                "held_out": {str(lv): [t.instance_id for t in self.tasks[lv]] for lv in self.levels},
+                "base_held_out": {str(lv): [t.instance_id for t in self.base_tasks[lv]] for lv in self.levels}}
+
+
+def plan(args, where: dict) -> Bench:
+    """The configs of both training phases and the held-out tasks, from the command line."""
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     levels = [int(x) for x in args.levels.split(",")] if not args.quick else [0]
-    limit = 2 if args.quick and args.limit is None else args.limit
-    base = [f"model.name={args.model}", "trainer.tensorboard=false", *(QUICK if args.quick else [])]
+    if args.quick and args.limit is None:
+        args.limit = 2
+    overrides = [f"model.name={args.model}", "trainer.tensorboard=false", *(QUICK if args.quick else [])]
     if args.train_level is not None:
-        base.append(f"env.kwargs.level={args.train_level}")
+        overrides.append(f"env.kwargs.level={args.train_level}")
     if args.sft_episodes is not None:
-        base.append(f"sft.episodes={args.sft_episodes}")
-    base += args.overrides
+        overrides.append(f"sft.episodes={args.sft_episodes}")
+    overrides += args.overrides
 
     def config(extra: list[str]):
-        return load_config(args.env, args.config, overrides=[*base, *extra])
+        return load_config(args.env, args.config, overrides=[*overrides, *extra])
 
-    cfg = config([])
-    with_grpo = args.grpo_steps != 0
-    sft_cfg = config(["trainer.steps=0", f"trainer.run_dir={out / 'sft'}"])
     steps = [f"trainer.steps={args.grpo_steps}"] if args.grpo_steps is not None else []
-    grpo_cfg = config([*steps, "sft.episodes=0", f"trainer.run_dir={out / 'grpo'}"]) if with_grpo else None
+    grpo_cfg = config([*steps, "sft.episodes=0", f"trainer.run_dir={out / 'grpo'}"]) if args.grpo_steps != 0 else None
     pool = None
     if args.env == "swe_real":  # held out by package
         from agentrl.envs.swe_real.tasks import load_real
 
         pool = load_real(None, args.split)
-    tasks = {lv: held_out_tasks(args.split, lv, limit, pool=pool) for lv in levels}
-    base_limit = min(filter(None, (limit, args.base_limit)), default=None)  # the first N, one per module in turn
-    base_tasks = {lv: held_out_tasks(args.split, lv, base_limit, pool=pool) for lv in levels}
-    ids = {lv: [t.instance_id for t in tasks[lv]] for lv in levels}
-    recipe = {"env": args.env, "model": args.model, "config": args.config, "levels": levels, "split": args.split,
-              "limit": limit, "skip_base": args.skip_base, "eval_concurrency": args.eval_concurrency,
-              "sft": comparable(sft_cfg), "grpo": comparable(grpo_cfg) if grpo_cfg else None,
-              "held_out": {str(lv): ids[lv] for lv in levels},
-              "base_held_out": {str(lv): [t.instance_id for t in base_tasks[lv]] for lv in levels}}
-    command = shlex.join([sys.executable, "bench/learn_swe.py", *argv])
-    pinned = check_recipe(out, recipe, command)
-    clock = Clock(out)
+    base_limit = min(filter(None, (args.limit, args.base_limit)), default=None)  # the first N, one per module in turn
+    return Bench(args=args, out=out, levels=levels, overrides=overrides, cfg=config([]),
+                 sft_cfg=config(["trainer.steps=0", f"trainer.run_dir={out / 'sft'}"]), grpo_cfg=grpo_cfg,
+                 tasks={lv: held_out_tasks(args.split, lv, args.limit, pool=pool) for lv in levels},
+                 base_tasks={lv: held_out_tasks(args.split, lv, base_limit, pool=pool) for lv in levels}, where=where)
+
+
+def run(args, argv: list[str], where: dict) -> dict:
+    """Pin or check the recipe, then every phase not done yet: base model, warm start, GRPO, the report."""
+    b = plan(args, where)
+    b.out.mkdir(parents=True, exist_ok=True)
+    pinned = check_recipe(b.out, b.recipe(), shlex.join([sys.executable, "bench/learn_swe.py", *argv]))
+    b.clock = Clock(b.out)
     if args.audit:
-        return audit_only(out, tasks, levels)
-    print("held-out tasks per level: " + ", ".join(f"level {lv}: {len(t)}" for lv, t in tasks.items()), flush=True)
-    rows, held, audits = [], {}, {}
-
-    def phase(name: str, model: str, train_s: float, task_lists: dict) -> None:
-        for lv in levels:
-            stem = f"{name.replace(' ', '_')}_level{lv}"
-            lv_ids = [t.instance_id for t in task_lists[lv]]
-            fresh = args.reeval and not args.reuse
-            stored = None if fresh else load_heldout(out / f"heldout_{stem}.json", model, lv_ids)
-            if stored is not None:
-                (h, eval_s), note = stored, " (done earlier)"
-            else:
-                where["phase"] = f"the {name} evaluation at level {lv}"
-                store = EpisodeStore(out, stem, model, lv_ids, fresh=fresh)
-                clock.begin(f"eval {stem}", store.kept_until, fresh=fresh)
-                note = f" ({len(store.done)} finished episode(s) kept from an interrupted run)" if store.done else ""
-                print(f"== {name}: evaluating level {lv} on {len(lv_ids)} held-out tasks{note}", flush=True)
-                h = evaluate_model(cfg, model, task_lists[lv], lv, label=name, episodes_path=out / f"episodes_{stem}.txt",
-                                   done=store.done, on_record=store.append, concurrency=args.eval_concurrency)
-                eval_s = clock.end(f"eval {stem}")
-                save_heldout(out / f"heldout_{stem}.json", h, model, lv_ids, eval_s)
-            held[(name, lv)] = h
-            if name == "GRPO" and args.env == "swe_lite":
-                records = list(load_done(out / f"episodes_{stem}.jsonl").values())
-                audits[lv] = audit_episodes(records, task_lists[lv])
-            rows.append({"phase": name, "level": lv, "resolved": h.mean, "ci95": [h.low, h.high], "n": h.n,
-                         "solved": round(h.mean * h.n), "masked": h.masked, "train_s": round(train_s, 1),
-                         "eval_s": round(eval_s, 1)})
-            print(f"{name} level {lv}: {h}  (train {train_s:.0f}s, eval {eval_s:.0f}s){note}", flush=True)
-
+        return audit_only(b.out, b.tasks, b.levels)
+    print("held-out tasks per level: " + ", ".join(f"level {lv}: {len(t)}" for lv, t in b.tasks.items()), flush=True)
     if not args.skip_base and not args.reeval:
-        phase("base model", args.model, 0.0, base_tasks)
-
-    sft_ckpt = latest_checkpoint(out / "sft")
-    if args.reeval and sft_ckpt is None:
-        raise Refused(f"--reeval: no complete sft/ checkpoint under {out}")
-    if sft_ckpt is None:
-        where["phase"] = "the warm start"
-        print("== warm start (expert SFT)", flush=True)
-        clock.begin("sft")  # a killed warm start kept nothing: it starts over
-        shutil.rmtree(out / "sft", ignore_errors=True)
-        sft_ckpt = train(sft_cfg).checkpoint
-        clock.end("sft")
-    phase("warm start", str(sft_ckpt / "model"), clock.seconds("sft"), tasks)
-
+        evaluate_phase(b, "base model", args.model, 0.0, b.base_tasks)
+    sft_ckpt = warm_start_phase(b)
+    evaluate_phase(b, "warm start", str(sft_ckpt / "model"), b.clock.seconds("sft"), b.tasks)
     grpo_ckpt = None
-    if with_grpo:
+    if b.grpo_cfg is not None:
         where["phase"] = "GRPO"
-        grpo_ckpt = grpo_phase(out, grpo_cfg, sft_ckpt, clock, reeval=args.reeval, train=train)
-        phase("GRPO", str(grpo_ckpt / "model"), clock.seconds("grpo"), tasks)
+        grpo_ckpt = grpo_phase(b.out, b.grpo_cfg, sft_ckpt, b.clock, reeval=args.reeval)
+        evaluate_phase(b, "GRPO", str(grpo_ckpt / "model"), b.clock.seconds("grpo"), b.tasks)
     where["phase"] = "the report"
-    paired = {}
-    if grpo_ckpt is not None:
-        for lv in levels:
-            gained, lost, p_value = paired_sign_test(held[("warm start", lv)], held[("GRPO", lv)])
-            paired[lv] = {"gained": gained, "lost": lost, "p_value": p_value}
-    total_s = sum(r["train_s"] for r in rows if r["level"] == levels[0]) + sum(r["eval_s"] for r in rows)
-    png = dashboard(rows, out / "dashboard.png")
+    return report(b, pinned, sft_ckpt, grpo_ckpt)
+
+
+def evaluate_phase(b: Bench, name: str, model: str, train_s: float, task_lists: dict) -> None:
+    """Evaluate `model` at every level unless its result is stored, keeping the episodes an interrupted attempt
+    finished; adds the phase's rows (and for GRPO the non-fix audit of its resolved episodes)."""
+    fresh = b.args.reeval and not b.args.reuse
+    for lv in b.levels:
+        stem = f"{name.replace(' ', '_')}_level{lv}"
+        ids = [t.instance_id for t in task_lists[lv]]
+        stored = None if fresh else load_heldout(b.out / f"heldout_{stem}.json", model, ids)
+        if stored is not None:
+            (h, eval_s), note = stored, " (done earlier)"
+        else:
+            b.where["phase"] = f"the {name} evaluation at level {lv}"
+            store = EpisodeStore(b.out, stem, model, ids, fresh=fresh)
+            b.clock.begin(f"eval {stem}", store.kept_until, fresh=fresh)
+            note = f" ({len(store.done)} finished episode(s) kept from an interrupted run)" if store.done else ""
+            print(f"== {name}: evaluating level {lv} on {len(ids)} held-out tasks{note}", flush=True)
+            h = evaluate_model(b.cfg, model, task_lists[lv], lv, label=name, episodes_path=b.out / f"episodes_{stem}.txt",
+                               done=store.done, on_record=store.append, concurrency=b.args.eval_concurrency)
+            eval_s = b.clock.end(f"eval {stem}")
+            save_heldout(b.out / f"heldout_{stem}.json", h, model, ids, eval_s)
+        b.held[(name, lv)] = h
+        if name == "GRPO" and b.args.env == "swe_lite":
+            b.audits[lv] = audit_episodes(list(load_done(b.out / f"episodes_{stem}.jsonl").values()), task_lists[lv])
+        b.rows.append({"phase": name, "level": lv, "resolved": h.mean, "ci95": [h.low, h.high], "n": h.n,
+                       "solved": round(h.mean * h.n), "masked": h.masked, "train_s": round(train_s, 1),
+                       "eval_s": round(eval_s, 1)})
+        print(f"{name} level {lv}: {h}  (train {train_s:.0f}s, eval {eval_s:.0f}s){note}", flush=True)
+
+
+def warm_start_phase(b: Bench) -> Path:
+    """The warm start's checkpoint: the stored one, or a new expert SFT (a killed one kept nothing: it starts over)."""
+    from agentrl.trainer.loop import train
+
+    ckpt = latest_checkpoint(b.out / "sft")
+    if ckpt is not None:
+        return ckpt
+    if b.args.reeval:
+        raise Refused(f"--reeval: no complete sft/ checkpoint under {b.out}")
+    b.where["phase"] = "the warm start"
+    print("== warm start (expert SFT)", flush=True)
+    b.clock.begin("sft")
+    shutil.rmtree(b.out / "sft", ignore_errors=True)
+    ckpt = train(b.sft_cfg).checkpoint
+    b.clock.end("sft")
+    return ckpt
+
+
+def report(b: Bench, pinned: dict, sft_ckpt: Path, grpo_ckpt: Path | None) -> dict:
+    """The sign tests, the table, the dashboard, OUT/summary.json and the publishable OUT/record.json."""
     from agentrl.engine.build import compute_precision, engine_precision
 
-    train_cfg = grpo_cfg or sft_cfg
-    summary = {"model": args.model, "config": args.config, "split": args.split, "levels": levels, "quick": args.quick,
-               "overrides": base, "env": args.env,
+    a, paired = b.args, {}
+    if grpo_ckpt is not None:
+        for lv in b.levels:
+            gained, lost, p_value = paired_sign_test(b.held[("warm start", lv)], b.held[("GRPO", lv)])
+            paired[lv] = {"gained": gained, "lost": lost, "p_value": p_value}
+    total_s = sum(r["train_s"] for r in b.rows if r["level"] == b.levels[0]) + sum(r["eval_s"] for r in b.rows)
+    png = dashboard(b.rows, b.out / "dashboard.png")
+    summary = {"model": a.model, "config": a.config, "split": a.split, "levels": b.levels, "quick": a.quick,
+               "overrides": b.overrides, "env": a.env,
                "checkpoints": {"sft": str(sft_ckpt), "grpo": str(grpo_ckpt) if grpo_ckpt else None},
-               "held_out_tasks": {lv: ids[lv] for lv in levels}, "rows": rows, "paired_grpo_vs_warm_start": paired,
-               "audit": audits, "total_s": round(total_s, 1), "dashboard": str(png) if png else None,
-               "training_dashboard": str(out / "grpo" / "dashboard.png")}
-    record = {"status": "measured", "env": args.env, "model": args.model, "split": args.split, "rows": rows, "paired": paired,
-              "audit": {lv: {k: a[k] for k in ("resolved", "flagged")} for lv, a in audits.items()},
-              "command": pinned["command"].replace(f"{ROOT}/", ""), "commit": pinned["commit"], "started": pinned["created"],
-              "finished": time.strftime("%Y-%m-%d %H:%M:%S %z"), "cpu": cpu_model(),
+               "held_out_tasks": {lv: [t.instance_id for t in b.tasks[lv]] for lv in b.levels}, "rows": b.rows,
+               "paired_grpo_vs_warm_start": paired, "audit": b.audits, "total_s": round(total_s, 1),
+               "dashboard": str(png) if png else None, "training_dashboard": str(b.out / "grpo" / "dashboard.png")}
+    train_cfg = b.grpo_cfg or b.sft_cfg
+    record = {"status": "measured", "env": a.env, "model": a.model, "split": a.split, "rows": b.rows, "paired": paired,
+              "audit": {lv: {k: x[k] for k in ("resolved", "flagged")} for lv, x in b.audits.items()},
+              "command": pinned["command"].replace(f"{ROOT}/", ""), "commit": pinned["commit"],
+              "started": pinned["created"], "finished": time.strftime("%Y-%m-%d %H:%M:%S %z"), "cpu": cpu_model(),
               "precision": {"trainer": compute_precision(train_cfg).name, "engine": engine_precision(train_cfg).name,
                             "evaluation": "float32"},
-              "grader": "the judge" if args.env == "swe_lite" else "swe_real's grader", "total_s": round(total_s, 1)}
-    name = "summary_reeval.json" if args.reeval else "summary.json"
-    write_json(out / name, summary)
-    if not args.reeval:
-        write_json(out / "record.json", record)
+              "grader": "the judge" if a.env == "swe_lite" else "swe_real's grader", "total_s": round(total_s, 1)}
+    name = "summary_reeval.json" if a.reeval else "summary.json"
+    write_json(b.out / name, summary)
+    if not a.reeval:
+        write_json(b.out / "record.json", record)
     print("\n" + table(record))
-    print(f"total {total_s / 60:.1f} min; summary {out / name}; dashboard {png}")
+    print(f"total {total_s / 60:.1f} min; summary {b.out / name}; dashboard {png}")
     return summary
 
 
-def grpo_phase(out: Path, grpo_cfg, sft_ckpt: Path, clock: Clock, *, reeval: bool, train) -> Path:
+def grpo_phase(out: Path, grpo_cfg, sft_ckpt: Path, clock: Clock, *, reeval: bool) -> Path:
     """The GRPO checkpoint of the recipe's last step: trained from the warm start, continued from the last
     checkpoint of an interrupted run, or (finished or --reeval) the one there is."""
+    from agentrl.trainer.loop import train
+
     run_dir, target = out / "grpo", grpo_cfg.trainer.steps
     last = latest_checkpoint(run_dir)
     if reeval:
