@@ -3,22 +3,35 @@ held-out test modules (packages), per difficulty level, for the base model, afte
 after GRPO from that checkpoint, with the wall time of each phase.
 
     .venv/bin/python bench/learn_swe.py [--env swe_real] [--levels 0,1,2] [--train-level 0] [--sft-episodes 32]
-            [--grpo-steps 12] [--split test] [--limit N] [--out runs/learn_swe] [--quick] [--reeval]
-            [trainer.lr=1e-5 ...]
+            [--grpo-steps 12] [--split test] [--limit N] [--base-limit N] [--out runs/learn_swe] [--quick]
+            [--reeval [--reuse]] [--audit] [trainer.lr=1e-5 ...]
 
-The recipe is the env's preset (configs/swe_lite.yaml, configs/swe_real.yaml; dotted overrides win);
-`--grpo-steps 0` stops after the warm start (base and warm-start rates only). Held-out tasks are every task of
-`--split` offered at a level (level 0: one-line fixes), run once each, greedy; modules (swe_real: packages) of
-the test split never appear in training (each corpus is split by module or package). Each rate has a 95% Wilson
-interval, and GRPO is compared with the warm start on the same tasks by an exact paired sign test (McNemar) per
-level. Writes OUT/summary.json and OUT/dashboard.png (resolved rate per level and phase); the GRPO run keeps its
-own training dashboard.
+The recipe is the env's preset (configs/swe_lite.yaml, configs/swe_real.yaml) under --config and the dotted
+overrides; `--grpo-steps 0` stops after the warm start. Held-out tasks are every task of `--split` offered at a
+level (level 0: one-line fixes), run once each, greedy; modules (swe_real: packages) of the test split never
+appear in training. `--base-limit N` evaluates the base model on the first N of them only. Each rate has a 95%
+Wilson interval, and GRPO is compared with the warm start on the same tasks by an exact paired sign test
+(McNemar) per level. The resolved GRPO episodes are then read by the non-fix audit
+(swe_lite.benchmark.non_fix_findings: an always-equal value, a special case of the quoted example); `--audit`
+runs that audit alone on a finished state directory.
 
-Every held-out episode is written as text to OUT/episodes_<phase>_level<L>.txt, and each phase's result (per-task
-outcomes, the checkpoint and the tasks it was measured on) to OUT/heldout_<phase>_level<L>.json. `--reeval` trains
-nothing and evaluates the latest sft/ and grpo/ checkpoints under OUT again (e.g. after `agentrl train --resume
-OUT/grpo trainer.steps=24`); with `--reuse` a phase whose stored result was measured on the same checkpoint and
-tasks is not evaluated again.
+**Resume.** --out is the run's state directory, and running the same command again continues it after any
+interruption (Ctrl-C, SIGTERM, SIGKILL, a machine that went away): a finished phase is never run again; the warm
+start, which keeps no checkpoint of its own until it ends, starts over; GRPO continues from its last checkpoint
+(trainer.checkpoint_every) with its metrics and trajectories cut back to that step; an evaluation keeps every
+episode it finished (each is appended to OUT/episodes_<phase>_level<L>.jsonl as it ends) and runs only the rest.
+Kept episodes are as exact as the uninterrupted run: a greedy fp32 episode depends only on the checkpoint and the
+task, up to the floating-point reduction order of whichever episodes shared its batch, which an uninterrupted
+run leaves to timing too. OUT/run.json pins the recipe (command, resolved configs, held-out tasks); a different
+recipe is refused (exit 2) rather than mixed into the old state. The wall time of a phase counts the work that
+was kept (an interrupted attempt up to its last kept episode or checkpoint).
+
+Outputs: OUT/summary.json, OUT/record.json (the small published record: table, sign test, audit, command, commit,
+CPU, precision, wall times), OUT/dashboard.png (resolved rate per level and phase), per phase
+OUT/heldout_<phase>_level<L>.json (per-task outcomes and what they were measured on) and
+OUT/episodes_<phase>_level<L>.txt (every episode as text); the GRPO run keeps its own training dashboard.
+`--reeval` trains nothing and evaluates the latest sft/ and grpo/ checkpoints again (e.g. after `agentrl train
+--resume OUT/grpo trainer.steps=24`); with `--reuse` a phase or episode stored for the same checkpoint is kept.
 
 `--quick` runs the whole pipeline on a tiny budget (2 held-out tasks at level 0, 4 expert episodes, one GRPO
 step of 2×2 episodes): a smoke run, not a measurement. A benchmark, not a test; the machine it ran on may be
@@ -29,25 +42,508 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import platform
+import shlex
+import shutil
+import subprocess
+import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from agentrl.envs.swe_lite.benchmark import evaluate_model, held_out_tasks
+import yaml
+from agentrl.envs.swe_lite.benchmark import audit_episodes, evaluate_model, held_out_tasks
 
-from agentrl.config import load_config
+from agentrl.config import dump_config, load_config
+from agentrl.evaluation import load_done
 from agentrl.trainer.checkpoint import latest_checkpoint
 from agentrl.trainer.heldout import HeldOut, paired_sign_test
-from agentrl.trainer.loop import train
 
 QUICK = ["sft.episodes=4", "sft.epochs=1", "trainer.steps=1", "rollout.tasks_per_step=1", "rollout.group_size=2",
          "rollout.concurrency=2", "rollout.max_turns=3", "env.kwargs.max_steps=3"]
+ROOT = Path(__file__).resolve().parent.parent
 
 
-def timed(fn, *a, **kw):
-    """(fn's result, wall seconds)."""
-    t = time.perf_counter()
-    out = fn(*a, **kw)
-    return out, time.perf_counter() - t
+class Refused(Exception):
+    """A user mistake reported as one line and exit 2 (a state directory of another recipe, a bad flag mix)."""
+
+
+# ---- the state directory ----
+
+def write_json(path: Path, data) -> None:
+    """Write JSON atomically (a kill mid-write leaves the old file)."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=1) + "\n")
+    os.replace(tmp, path)
+
+
+def flat(d, prefix: str = "") -> dict:
+    """{dotted key: leaf value} of nested dicts (lists are leaves)."""
+    if not isinstance(d, dict) or not d:
+        return {prefix.rstrip("."): d}
+    out = {}
+    for k, v in d.items():
+        out.update(flat(v, f"{prefix}{k}."))
+    return out
+
+
+def comparable(cfg) -> dict:
+    """A resolved config as the recipe pins it: everything but where its run directory is."""
+    d = yaml.safe_load(dump_config(cfg))
+    d["trainer"].pop("run_dir", None)
+    return d
+
+
+def check_recipe(out: Path, recipe: dict, command: str) -> dict:
+    """Pin the recipe in OUT/run.json on the first run; later runs must match it. Returns run.json."""
+    path = out / "run.json"
+    if not path.exists():
+        if any(not p.name.startswith(".") for p in out.iterdir()):
+            raise Refused(f"{out} is not empty and has no run.json, so it is not a state directory of this "
+                          "benchmark; pass a new --out")
+        run = {"command": command, "recipe": recipe, "created": time.strftime("%Y-%m-%d %H:%M:%S %z"),
+               "commit": git_commit()}
+        write_json(path, run)
+        return run
+    try:
+        run = json.loads(path.read_text())
+        old = run["recipe"]
+    except (OSError, ValueError, KeyError, TypeError):
+        raise Refused(f"{path} is unreadable; pass a new --out") from None
+    a, b = flat(old), flat(recipe)
+    changed = sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
+    if changed:
+        shown = ", ".join(changed[:6]) + (f" and {len(changed) - 6} more" if len(changed) > 6 else "")
+        raise Refused(f"{out} holds a run of another recipe (differs in {shown}); resume it with its own command "
+                      f"({run.get('command', '?')}) or pass a new --out")
+    return run
+
+
+class Clock:
+    """Wall seconds per phase across invocations (OUT/clock.json). An attempt that ended counts in full; one that
+    was killed counts up to the last thing it kept (an episode, a checkpoint), read when the next attempt starts."""
+
+    def __init__(self, out: Path):
+        self.path = out / "clock.json"
+        self.data = json.loads(self.path.read_text()) if self.path.exists() else {}
+
+    def seconds(self, phase: str) -> float:
+        return float(self.data.get(phase, {}).get("s", 0.0))
+
+    def begin(self, phase: str, kept_until=lambda start: start, *, fresh: bool = False) -> None:
+        """Start an attempt at `phase`, first settling a killed one (kept_until(its start) = when its last kept work
+        ended); `fresh` forgets earlier attempts (the phase is measured again)."""
+        entry = self.data.setdefault(phase, {"s": 0.0, "start": None})
+        if fresh:
+            entry.update(s=0.0, start=None)
+        if entry["start"] is not None:
+            entry["s"] += max(0.0, kept_until(entry["start"]) - entry["start"])
+        entry["start"] = time.time()
+        write_json(self.path, self.data)
+
+    def end(self, phase: str) -> float:
+        """The attempt finished the phase; returns the phase's total seconds."""
+        entry = self.data[phase]
+        entry["s"] += time.time() - entry["start"]
+        entry["start"] = None
+        write_json(self.path, self.data)
+        return entry["s"]
+
+
+def fingerprint(model: str) -> list:
+    """Name, size and mtime of every file of a model directory (a retrained checkpoint at the same path differs);
+    the model name itself for a named model."""
+    d = Path(model)
+    if not d.is_dir():
+        return [model]
+    return [[str(f.relative_to(d)), f.stat().st_size, f.stat().st_mtime_ns] for f in sorted(d.rglob("*")) if f.is_file()]
+
+
+def save_heldout(path: Path, h: HeldOut, model: str, task_ids: list[str], eval_s: float) -> None:
+    """One phase's held-out result with what it was measured on: the phase is done when this matches."""
+    write_json(path, {"checkpoint": str(model), "fingerprint": fingerprint(model), "tasks": task_ids,
+                      "eval_s": round(eval_s, 1), "mean": h.mean, "low": h.low, "high": h.high, "n": h.n,
+                      "masked": h.masked, "per_task": h.per_task})
+
+
+def load_heldout(path: Path, model: str, task_ids: list[str]) -> tuple[HeldOut, float] | None:
+    """(the stored HeldOut, its eval seconds) if path holds a result for this checkpoint and these tasks."""
+    try:
+        d = json.loads(path.read_text())
+        if d.get("checkpoint") != str(model) or d.get("fingerprint") != fingerprint(model) or d.get("tasks") != task_ids:
+            return None
+        per_task = {str(k): float(v) for k, v in d["per_task"].items()}
+        return HeldOut(d["mean"], d["low"], d["high"], d["n"], d["masked"], per_task), float(d.get("eval_s", 0.0))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):  # missing or damaged: evaluate again
+        return None
+
+
+class EpisodeStore:
+    """The finished episodes of one evaluation (OUT/episodes_<stem>.jsonl, one record per line as each ends), for
+    the checkpoint and tasks its .meta.json names; a store of another checkpoint or task list is discarded."""
+
+    def __init__(self, out: Path, stem: str, model: str, task_ids: list[str], *, fresh: bool):
+        self.path, meta = out / f"episodes_{stem}.jsonl", out / f"episodes_{stem}.meta.json"
+        want = {"checkpoint": str(model), "fingerprint": fingerprint(model), "tasks": task_ids}
+        try:
+            same = json.loads(meta.read_text()) == want
+        except (OSError, ValueError):
+            same = False
+        if fresh or not same:
+            self.path.unlink(missing_ok=True)
+            write_json(meta, want)
+        self.done = load_done(self.path)  # cuts a torn last line; infrastructure failures are run again
+
+    def kept_until(self, start: float) -> float:
+        """When the last episode an attempt begun at `start` kept ended."""
+        return max([start, *(r.get("ended_at", 0.0) for r in self.done.values() if r.get("ended_at", 0.0) >= start)])
+
+    def append(self, rec: dict) -> None:
+        """Persist one finished episode (not once a SIGTERM arrived: an episode the shutdown cut short is no result)."""
+        from agentrl.sandboxes import reaper
+
+        if reaper.terminated:
+            return
+        with open(self.path, "a", encoding="utf-8") as f:
+            f.write(json.dumps({**rec, "ended_at": time.time()}, ensure_ascii=False) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+
+def step_of(ckpt: Path) -> int:
+    """The step number of checkpoints/step_N."""
+    return int(ckpt.name.split("_")[-1])
+
+
+def cut_back(run_dir: Path, step: int) -> None:
+    """Drop what a killed GRPO run logged after checkpoint `step` (metrics.jsonl, trajectories.jsonl): the resumed
+    run logs those steps again, so the run directory reads as one uninterrupted run."""
+    for name, step_key in (("metrics.jsonl", lambda r: r["step"]), ("trajectories.jsonl",
+                                                                   lambda r: r["metrics"]["train/step"])):
+        path = run_dir / name
+        if not path.exists():
+            continue
+        kept = []
+        for line in path.read_text().splitlines(keepends=True):
+            try:
+                if line.endswith("\n") and step_key(json.loads(line)) <= step:
+                    kept.append(line)
+            except (ValueError, KeyError, TypeError):
+                break  # a torn last line
+        tmp = path.with_name(f".{name}.tmp")
+        tmp.write_text("".join(kept))
+        os.replace(tmp, path)
+
+
+def git_commit() -> str:
+    """HEAD of the checkout this runs from, with '+dirty' when tracked files differ from it ('' outside git)."""
+    def git(*a):
+        return subprocess.run(["git", "-C", str(ROOT), *a], capture_output=True, text=True, timeout=30).stdout.strip()
+    try:
+        head = git("rev-parse", "--short", "HEAD")
+        return head + ("+dirty" if head and git("status", "--porcelain", "--untracked-files=no") else "")
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def cpu_model() -> str:
+    """The CPU's model name (/proc/cpuinfo), for the record."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+# ---- the run ----
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", default="smollm2-135m-instruct")
+    p.add_argument("--env", default="swe_lite", choices=("swe_lite", "swe_real"),
+                   help="swe_lite (module corpus) or swe_real (real packages; held out by package)")
+    p.add_argument("--config", default=None, help="a YAML recipe over the env's preset (e.g. configs/demo.yaml)")
+    p.add_argument("--levels", default="0,1,2", help="levels to evaluate, comma-separated")
+    p.add_argument("--train-level", default=None, help="env.kwargs.level while training (default: the config's)")
+    p.add_argument("--sft-episodes", type=int, default=None, help="default: the config's sft.episodes")
+    p.add_argument("--grpo-steps", type=int, default=None,
+                   help="default: the config's trainer.steps; 0 stops after the warm start")
+    p.add_argument("--split", default="test", help="held-out split(s), e.g. test or dev,test")
+    p.add_argument("--limit", type=int, default=None, help="at most this many held-out tasks per level, one per module in turn")
+    p.add_argument("--base-limit", type=int, default=None, help="the base model on the first N of those tasks only")
+    p.add_argument("--eval-concurrency", type=int, default=None,
+                   help="held-out episodes run at once (default: all; fewer use less memory)")
+    p.add_argument("--out", default="runs/learn_swe", help="the state directory: the same command resumes it")
+    p.add_argument("--quick", action="store_true", help="a smoke run on a tiny budget (not a measurement)")
+    p.add_argument("--skip-base", action="store_true", help="do not evaluate the base model")
+    p.add_argument("--reeval", action="store_true", help="train nothing: evaluate the checkpoints under --out again")
+    p.add_argument("--reuse", action="store_true",
+                   help="with --reeval: keep a phase's stored result when its checkpoint and tasks are unchanged")
+    p.add_argument("--audit", action="store_true",
+                   help="only the non-fix audit of the stored GRPO episodes of a finished --out")
+    p.add_argument("overrides", nargs="*", help="dotted config overrides for both training phases")
+    args = p.parse_args(argv)
+    if args.reuse and not args.reeval:
+        p.error("--reuse only applies with --reeval (a training run makes new checkpoints)")
+    return args
+
+
+def main(argv: list[str] | None = None) -> dict:
+    """Run (or resume) the benchmark; returns the summary. A user mistake exits 2 with one line; Ctrl-C and
+    SIGTERM say how to resume and exit 130/143."""
+    from agentrl.sandboxes import reaper
+
+    from agentrl.cli import interrupted_how, interrupted_status
+    from agentrl.errors import AgentRLError
+
+    args = parse_args(argv)
+    reaper.install_sigterm_hook(interrupt=True)  # SIGTERM unwinds like Ctrl-C, so the state is left consistent
+    where = {"phase": "start-up"}
+    try:
+        return run(args, argv if argv is not None else sys.argv[1:], where)
+    except (Refused, AgentRLError) as e:
+        print(f"learn_swe: error: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
+    except KeyboardInterrupt:
+        print(f"learn_swe: {interrupted_how()} during {where['phase']}; the same command resumes from {args.out}",
+              file=sys.stderr, flush=True)
+        raise SystemExit(interrupted_status()) from None
+
+
+@dataclass
+class Bench:
+    """One invocation: the recipe's configs and held-out tasks, the state directory and what the phases found."""
+
+    args: argparse.Namespace
+    out: Path
+    levels: list[int]
+    overrides: list[str]
+    cfg: Any  # the recipe's config (evaluation reads its env and rollout budget)
+    sft_cfg: Any
+    grpo_cfg: Any  # None with --grpo-steps 0
+    tasks: dict[int, list]  # held-out tasks per level
+    base_tasks: dict[int, list]  # the base model's (the first --base-limit of them)
+    where: dict  # {"phase": what runs now}, for the line an interruption prints
+    clock: Clock | None = None
+    rows: list[dict] = field(default_factory=list)
+    held: dict = field(default_factory=dict)  # (phase, level) -> HeldOut
+    audits: dict = field(default_factory=dict)  # level -> audit_episodes of the GRPO phase
+
+    def recipe(self) -> dict:
+        """What OUT/run.json pins: a resumed run must compute exactly this."""
+        a = self.args
+        return {"env": a.env, "model": a.model, "config": a.config, "levels": self.levels, "split": a.split,
+                "limit": self.args.limit, "skip_base": a.skip_base, "eval_concurrency": a.eval_concurrency,
+                "sft": comparable(self.sft_cfg), "grpo": comparable(self.grpo_cfg) if self.grpo_cfg else None,
+                "held_out": {str(lv): [t.instance_id for t in self.tasks[lv]] for lv in self.levels},
+                "base_held_out": {str(lv): [t.instance_id for t in self.base_tasks[lv]] for lv in self.levels}}
+
+
+def plan(args, where: dict) -> Bench:
+    """The configs of both training phases and the held-out tasks, from the command line."""
+    out = Path(args.out)
+    levels = [int(x) for x in args.levels.split(",")] if not args.quick else [0]
+    if args.quick and args.limit is None:
+        args.limit = 2
+    overrides = [f"model.name={args.model}", "trainer.tensorboard=false", *(QUICK if args.quick else [])]
+    if args.train_level is not None:
+        overrides.append(f"env.kwargs.level={args.train_level}")
+    if args.sft_episodes is not None:
+        overrides.append(f"sft.episodes={args.sft_episodes}")
+    overrides += args.overrides
+
+    def config(extra: list[str]):
+        return load_config(args.env, args.config, overrides=[*overrides, *extra])
+
+    steps = [f"trainer.steps={args.grpo_steps}"] if args.grpo_steps is not None else []
+    grpo_cfg = config([*steps, "sft.episodes=0", f"trainer.run_dir={out / 'grpo'}"]) if args.grpo_steps != 0 else None
+    pool = None
+    if args.env == "swe_real":  # held out by package
+        from agentrl.envs.swe_real.tasks import load_real
+
+        pool = load_real(None, args.split)
+    base_limit = min(filter(None, (args.limit, args.base_limit)), default=None)  # the first N, one per module in turn
+    return Bench(args=args, out=out, levels=levels, overrides=overrides, cfg=config([]),
+                 sft_cfg=config(["trainer.steps=0", f"trainer.run_dir={out / 'sft'}"]), grpo_cfg=grpo_cfg,
+                 tasks={lv: held_out_tasks(args.split, lv, args.limit, pool=pool) for lv in levels},
+                 base_tasks={lv: held_out_tasks(args.split, lv, base_limit, pool=pool) for lv in levels}, where=where)
+
+
+def run(args, argv: list[str], where: dict) -> dict:
+    """Pin or check the recipe, then every phase not done yet: base model, warm start, GRPO, the report."""
+    b = plan(args, where)
+    b.out.mkdir(parents=True, exist_ok=True)
+    pinned = check_recipe(b.out, b.recipe(), shlex.join([sys.executable, "bench/learn_swe.py", *argv]))
+    b.clock = Clock(b.out)
+    if args.audit:
+        return audit_only(b.out, b.tasks, b.levels)
+    print("held-out tasks per level: " + ", ".join(f"level {lv}: {len(t)}" for lv, t in b.tasks.items()), flush=True)
+    if not args.skip_base and not args.reeval:
+        evaluate_phase(b, "base model", args.model, 0.0, b.base_tasks)
+    sft_ckpt = warm_start_phase(b)
+    evaluate_phase(b, "warm start", str(sft_ckpt / "model"), b.clock.seconds("sft"), b.tasks)
+    grpo_ckpt = None
+    if b.grpo_cfg is not None:
+        where["phase"] = "GRPO"
+        grpo_ckpt = grpo_phase(b.out, b.grpo_cfg, sft_ckpt, b.clock, reeval=args.reeval)
+        evaluate_phase(b, "GRPO", str(grpo_ckpt / "model"), b.clock.seconds("grpo"), b.tasks)
+    where["phase"] = "the report"
+    return report(b, pinned, sft_ckpt, grpo_ckpt)
+
+
+def evaluate_phase(b: Bench, name: str, model: str, train_s: float, task_lists: dict) -> None:
+    """Evaluate `model` at every level unless its result is stored, keeping the episodes an interrupted attempt
+    finished; adds the phase's rows (and for GRPO the non-fix audit of its resolved episodes)."""
+    fresh = b.args.reeval and not b.args.reuse
+    for lv in b.levels:
+        stem = f"{name.replace(' ', '_')}_level{lv}"
+        ids = [t.instance_id for t in task_lists[lv]]
+        stored = None if fresh else load_heldout(b.out / f"heldout_{stem}.json", model, ids)
+        if stored is not None:
+            (h, eval_s), note = stored, " (done earlier)"
+        else:
+            b.where["phase"] = f"the {name} evaluation at level {lv}"
+            store = EpisodeStore(b.out, stem, model, ids, fresh=fresh)
+            b.clock.begin(f"eval {stem}", store.kept_until, fresh=fresh)
+            note = f" ({len(store.done)} finished episode(s) kept from an interrupted run)" if store.done else ""
+            print(f"== {name}: evaluating level {lv} on {len(ids)} held-out tasks{note}", flush=True)
+            h = evaluate_model(b.cfg, model, task_lists[lv], lv, label=name, episodes_path=b.out / f"episodes_{stem}.txt",
+                               done=store.done, on_record=store.append, concurrency=b.args.eval_concurrency)
+            eval_s = b.clock.end(f"eval {stem}")
+            save_heldout(b.out / f"heldout_{stem}.json", h, model, ids, eval_s)
+        b.held[(name, lv)] = h
+        if name == "GRPO" and b.args.env == "swe_lite":
+            b.audits[lv] = audit_episodes(list(load_done(b.out / f"episodes_{stem}.jsonl").values()), task_lists[lv])
+        b.rows.append({"phase": name, "level": lv, "resolved": h.mean, "ci95": [h.low, h.high], "n": h.n,
+                       "solved": round(h.mean * h.n), "masked": h.masked, "train_s": round(train_s, 1),
+                       "eval_s": round(eval_s, 1)})
+        print(f"{name} level {lv}: {h}  (train {train_s:.0f}s, eval {eval_s:.0f}s){note}", flush=True)
+
+
+def warm_start_phase(b: Bench) -> Path:
+    """The warm start's checkpoint: the stored one, or a new expert SFT (a killed one kept nothing: it starts over)."""
+    from agentrl.trainer.loop import train
+
+    ckpt = latest_checkpoint(b.out / "sft")
+    if ckpt is not None:
+        return ckpt
+    if b.args.reeval:
+        raise Refused(f"--reeval: no complete sft/ checkpoint under {b.out}")
+    b.where["phase"] = "the warm start"
+    print("== warm start (expert SFT)", flush=True)
+    b.clock.begin("sft")
+    shutil.rmtree(b.out / "sft", ignore_errors=True)
+    ckpt = train(b.sft_cfg).checkpoint
+    b.clock.end("sft")
+    return ckpt
+
+
+def report(b: Bench, pinned: dict, sft_ckpt: Path, grpo_ckpt: Path | None) -> dict:
+    """The sign tests, the table, the dashboard, OUT/summary.json and the publishable OUT/record.json."""
+    from agentrl.engine.build import compute_precision, engine_precision
+
+    a, paired = b.args, {}
+    if grpo_ckpt is not None:
+        for lv in b.levels:
+            gained, lost, p_value = paired_sign_test(b.held[("warm start", lv)], b.held[("GRPO", lv)])
+            paired[lv] = {"gained": gained, "lost": lost, "p_value": p_value}
+    total_s = sum(r["train_s"] for r in b.rows if r["level"] == b.levels[0]) + sum(r["eval_s"] for r in b.rows)
+    png = dashboard(b.rows, b.out / "dashboard.png")
+    summary = {"model": a.model, "config": a.config, "split": a.split, "levels": b.levels, "quick": a.quick,
+               "overrides": b.overrides, "env": a.env,
+               "checkpoints": {"sft": str(sft_ckpt), "grpo": str(grpo_ckpt) if grpo_ckpt else None},
+               "held_out_tasks": {lv: [t.instance_id for t in b.tasks[lv]] for lv in b.levels}, "rows": b.rows,
+               "paired_grpo_vs_warm_start": paired, "audit": b.audits, "total_s": round(total_s, 1),
+               "dashboard": str(png) if png else None, "training_dashboard": str(b.out / "grpo" / "dashboard.png")}
+    train_cfg = b.grpo_cfg or b.sft_cfg
+    record = {"status": "measured", "env": a.env, "model": a.model, "split": a.split, "rows": b.rows, "paired": paired,
+              "audit": {lv: {k: x[k] for k in ("resolved", "flagged")} for lv, x in b.audits.items()},
+              "command": pinned["command"].replace(f"{ROOT}/", ""), "commit": pinned["commit"],
+              "started": pinned["created"], "finished": time.strftime("%Y-%m-%d %H:%M:%S %z"), "cpu": cpu_model(),
+              "precision": {"trainer": compute_precision(train_cfg).name, "engine": engine_precision(train_cfg).name,
+                            "evaluation": "float32"},
+              "grader": "the judge" if a.env == "swe_lite" else "swe_real's grader", "total_s": round(total_s, 1)}
+    name = "summary_reeval.json" if a.reeval else "summary.json"
+    write_json(b.out / name, summary)
+    if not a.reeval:
+        write_json(b.out / "record.json", record)
+    print("\n" + table(record))
+    print(f"total {total_s / 60:.1f} min; summary {b.out / name}; dashboard {png}")
+    return summary
+
+
+def grpo_phase(out: Path, grpo_cfg, sft_ckpt: Path, clock: Clock, *, reeval: bool) -> Path:
+    """The GRPO checkpoint of the recipe's last step: trained from the warm start, continued from the last
+    checkpoint of an interrupted run, or (finished or --reeval) the one there is."""
+    from agentrl.trainer.loop import train
+
+    run_dir, target = out / "grpo", grpo_cfg.trainer.steps
+    last = latest_checkpoint(run_dir)
+    if reeval:
+        if last is None:
+            raise Refused(f"--reeval: no complete grpo/ checkpoint under {out}")
+        return last
+    if last is not None and step_of(last) > target:
+        raise Refused(f"{last} is past the recipe's {target} GRPO steps (trained on by hand?); evaluate it with --reeval")
+    if last is not None and step_of(last) == target:
+        return last
+
+    def kept_until(start: float) -> float:  # a killed attempt kept what its last checkpoint holds
+        done = last / "complete.json" if last is not None else None
+        return max(start, done.stat().st_mtime) if done is not None and done.exists() else start
+
+    clock.begin("grpo", kept_until)
+    if last is None:
+        print("== GRPO from the warm start", flush=True)
+        shutil.rmtree(run_dir, ignore_errors=True)  # a run killed before its first checkpoint kept nothing
+        result = train(grpo_cfg, init_from=str(sft_ckpt))
+    else:
+        print(f"== GRPO resumed from {last} (step {step_of(last)} of {target})", flush=True)
+        cut_back(run_dir, step_of(last))
+        result = train(grpo_cfg, resume=str(run_dir))
+    clock.end("grpo")
+    return result.checkpoint
+
+
+def audit_only(out: Path, tasks: dict, levels: list[int]) -> dict:
+    """`--audit`: the non-fix audit of the stored GRPO episodes of each level."""
+    audits = {}
+    for lv in levels:
+        path = out / f"episodes_GRPO_level{lv}.jsonl"
+        if not path.exists():
+            raise Refused(f"--audit: {path} does not exist (the GRPO phase has not been evaluated)")
+        audits[lv] = audit_episodes(list(load_done(path).values()), tasks[lv])
+        print(audit_line(lv, audits[lv]))
+        for iid, lines in audits[lv]["episodes"].items():
+            print(f"  {iid}: " + " | ".join(lines))
+    return {"audit": audits}
+
+
+def audit_line(lv: int, a: dict) -> str:
+    """One line of the non-fix audit's result."""
+    return (f"level {lv}: {a['flagged']} of {a['resolved']} resolved GRPO episodes contain a change the audit calls a "
+            "generic non-fix (always-equal value, special case of the quoted example)")
+
+
+def table(record: dict) -> str:
+    """The benchmark's final table from its record: one row per phase and level, the sign test, the audit."""
+    lines = [f"{record['env']} held-out resolved rate (greedy, split {record['split']}, 95% Wilson CI); model "
+             f"{record['model']}",
+             f"{'phase':<12} {'level':>5} {'resolved':>9} {'95% CI':>17} {'n':>4} {'train':>8} {'eval':>7}"]
+    for r in record["rows"]:
+        ci = "[{:.3f}, {:.3f}]".format(*r["ci95"])
+        lines.append(f"{r['phase']:<12} {r['level']:>5} {r['resolved']:9.3f} {ci:>17} {r['n']:>4} {r['train_s']:7.0f}s "
+                     f"{r['eval_s']:6.0f}s")
+    for lv, pr in record["paired"].items():
+        lines.append(f"level {lv}: GRPO solves {pr['gained']} the warm start does not, loses {pr['lost']} "
+                     f"(exact sign test p = {pr['p_value']:.2g})")
+    for lv, a in (record.get("audit") or {}).items():
+        lines.append(audit_line(lv, a))
+    return "\n".join(lines)
 
 
 def dashboard(rows: list[dict], path: Path) -> Path | None:
@@ -77,151 +573,6 @@ def dashboard(rows: list[dict], path: Path) -> Path | None:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
-
-
-def fingerprint(model: str) -> list:
-    """Name, size and mtime of every file of a model directory (a retrained checkpoint at the same path differs);
-    the model name itself for a named model."""
-    d = Path(model)
-    if not d.is_dir():
-        return [model]
-    return [[str(f.relative_to(d)), f.stat().st_size, f.stat().st_mtime_ns] for f in sorted(d.rglob("*")) if f.is_file()]
-
-
-def save_heldout(path: Path, h: HeldOut, model: str, task_ids: list[str], eval_s: float) -> None:
-    """One phase's held-out result with what it was measured on, so a later --reeval --reuse can pair with it."""
-    path.write_text(json.dumps({"checkpoint": str(model), "fingerprint": fingerprint(model), "tasks": task_ids,
-                                "eval_s": round(eval_s, 1),
-                                "mean": h.mean, "low": h.low, "high": h.high, "n": h.n, "masked": h.masked,
-                                "per_task": {str(k): v for k, v in h.per_task.items()}}, indent=1) + "\n")
-
-
-def load_heldout(path: Path, model: str, task_ids: list[str]) -> tuple[HeldOut, float] | None:
-    """(the stored HeldOut, its eval seconds) if path holds a result for this checkpoint and these tasks."""
-    try:
-        d = json.loads(path.read_text())
-        if d.get("checkpoint") != str(model) or d.get("fingerprint") != fingerprint(model) or d.get("tasks") != task_ids:
-            return None
-        per_task = {int(k): float(v) for k, v in d["per_task"].items()}
-        return HeldOut(d["mean"], d["low"], d["high"], d["n"], d["masked"], per_task), float(d.get("eval_s", 0.0))
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):  # missing or damaged: evaluate again
-        return None
-
-
-def main(argv: list[str] | None = None) -> dict:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", default="smollm2-135m-instruct")
-    p.add_argument("--env", default="swe_lite", choices=("swe_lite", "swe_real"),
-                   help="swe_lite (module corpus) or swe_real (real packages; held out by package)")
-    p.add_argument("--config", default=None, help="a YAML recipe over the env's preset (e.g. configs/demo.yaml)")
-    p.add_argument("--levels", default="0,1,2", help="levels to evaluate, comma-separated")
-    p.add_argument("--train-level", default=None, help="env.kwargs.level while training (default: the config's)")
-    p.add_argument("--sft-episodes", type=int, default=None, help="default: the config's sft.episodes")
-    p.add_argument("--grpo-steps", type=int, default=None,
-                   help="default: the config's trainer.steps; 0 stops after the warm start")
-    p.add_argument("--split", default="test", help="held-out split(s), e.g. test or dev,test")
-    p.add_argument("--limit", type=int, default=None, help="at most this many held-out tasks per level, one per module in turn")
-    p.add_argument("--out", default="runs/learn_swe")
-    p.add_argument("--quick", action="store_true", help="a smoke run on a tiny budget (not a measurement)")
-    p.add_argument("--skip-base", action="store_true", help="do not evaluate the base model")
-    p.add_argument("--reeval", action="store_true", help="train nothing: evaluate the checkpoints under --out again")
-    p.add_argument("--reuse", action="store_true",
-                   help="with --reeval: keep a phase's stored result when its checkpoint and tasks are unchanged")
-    p.add_argument("overrides", nargs="*", help="dotted config overrides for both training phases")
-    args = p.parse_args(argv)
-    if args.reuse and not args.reeval:
-        p.error("--reuse only applies with --reeval (a training run makes new checkpoints)")
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    levels = [int(x) for x in args.levels.split(",")] if not args.quick else [0]
-    limit = 2 if args.quick and args.limit is None else args.limit
-    base = [f"model.name={args.model}", "trainer.tensorboard=false", *(QUICK if args.quick else [])]
-    if args.train_level is not None:
-        base.append(f"env.kwargs.level={args.train_level}")
-    if args.sft_episodes is not None:
-        base.append(f"sft.episodes={args.sft_episodes}")
-    base += args.overrides
-    recipe = args.config
-
-    def config(extra: list[str]):
-        return load_config(args.env, recipe, overrides=[*base, *extra])
-
-    cfg = config([])
-    pool = None
-    if args.env == "swe_real":  # held out by package
-        from agentrl.envs.swe_real.tasks import load_real
-
-        pool = load_real(None, args.split)
-    tasks = {lv: held_out_tasks(args.split, lv, limit, pool=pool) for lv in levels}
-    print("held-out tasks per level: " + ", ".join(f"level {lv}: {len(t)}" for lv, t in tasks.items()), flush=True)
-    rows, held = [], {}
-
-    def phase(name: str, model: str, train_s: float) -> None:
-        for lv in levels:
-            stem = f"{name.replace(' ', '_')}_level{lv}"
-            ids = [t.instance_id for t in tasks[lv]]
-            stored = load_heldout(out / f"heldout_{stem}.json", model, ids) if args.reuse else None
-            if stored is not None:
-                (h, eval_s), name_note = stored, " (stored result reused)"
-            else:
-                h, eval_s = timed(evaluate_model, cfg, model, tasks[lv], lv, label=name,
-                                  episodes_path=out / f"episodes_{stem}.txt")
-                save_heldout(out / f"heldout_{stem}.json", h, model, ids, eval_s)
-                name_note = ""
-            held[(name, lv)] = h
-            rows.append({"phase": name, "level": lv, "resolved": h.mean, "ci95": [h.low, h.high], "n": h.n,
-                         "masked": h.masked, "train_s": round(train_s, 1), "eval_s": round(eval_s, 1)})
-            print(f"{name} level {lv}: {h}  (train {train_s:.0f}s, eval {eval_s:.0f}s){name_note}", flush=True)
-
-    if not args.skip_base and not args.reeval:
-        phase("base model", args.model, 0.0)
-    with_grpo = args.grpo_steps != 0
-    grpo_ckpt = None
-    if args.reeval:
-        sft_ckpt = latest_checkpoint(out / "sft")
-        grpo_ckpt = latest_checkpoint(out / "grpo") if with_grpo else None
-        if sft_ckpt is None or (with_grpo and grpo_ckpt is None):
-            raise SystemExit(f"--reeval: no complete sft/{' and grpo/' if with_grpo else ''} checkpoints under {out}")
-        sft_s = grpo_s = 0.0
-    else:
-        sft_cfg = config(["trainer.steps=0", f"trainer.run_dir={out / 'sft'}"])
-        sft, sft_s = timed(train, sft_cfg)
-        sft_ckpt = sft.checkpoint
-    phase("warm start", str(sft_ckpt / "model"), sft_s)
-    if with_grpo and not args.reeval:
-        steps = [f"trainer.steps={args.grpo_steps}"] if args.grpo_steps is not None else []
-        grpo_cfg = config([*steps, "sft.episodes=0", f"trainer.run_dir={out / 'grpo'}"])
-        grpo, grpo_s = timed(train, grpo_cfg, init_from=str(sft_ckpt))
-        grpo_ckpt = grpo.checkpoint
-
-    paired = {}
-    if grpo_ckpt is not None:
-        phase("GRPO", str(grpo_ckpt / "model"), grpo_s)
-        for lv in levels:
-            gained, lost, p_value = paired_sign_test(held[("warm start", lv)], held[("GRPO", lv)])
-            paired[lv] = {"gained": gained, "lost": lost, "p_value": p_value}
-    total_s = sum(r["train_s"] for r in rows if r["level"] == levels[0]) + sum(r["eval_s"] for r in rows)
-    print(f"\n{args.env} held-out resolved rate (greedy, split {args.split}, 95% Wilson CI); model {args.model}")
-    print(f"{'phase':<12} {'level':>5} {'resolved':>9} {'95% CI':>17} {'n':>4} {'train':>8} {'eval':>7}")
-    for r in rows:
-        ci = "[{:.3f}, {:.3f}]".format(*r["ci95"])
-        print(f"{r['phase']:<12} {r['level']:>5} {r['resolved']:9.3f} {ci:>17} {r['n']:>4} {r['train_s']:7.0f}s "
-              f"{r['eval_s']:6.0f}s")
-    for lv, pr in paired.items():
-        print(f"level {lv}: GRPO solves {pr['gained']} the warm start does not, loses {pr['lost']} "
-              f"(exact sign test p = {pr['p_value']:.2g})")
-    png = dashboard(rows, out / "dashboard.png")
-    summary = {"model": args.model, "config": recipe, "split": args.split, "levels": levels, "quick": args.quick,
-               "overrides": base, "env": args.env,
-               "checkpoints": {"sft": str(sft_ckpt), "grpo": str(grpo_ckpt) if grpo_ckpt else None},
-               "held_out_tasks": {lv: [t.instance_id for t in tasks[lv]] for lv in levels},
-               "rows": rows, "paired_grpo_vs_warm_start": paired, "total_s": round(total_s, 1),
-               "dashboard": str(png) if png else None,
-               "training_dashboard": str(out / "grpo" / "dashboard.png")}
-    summary_path = out / ("summary_reeval.json" if args.reeval else "summary.json")
-    summary_path.write_text(json.dumps(summary, indent=2) + "\n")
-    print(f"total {total_s / 60:.1f} min; summary {summary_path}; dashboard {png}")
-    return summary
 
 
 if __name__ == "__main__":

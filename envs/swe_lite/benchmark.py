@@ -5,12 +5,18 @@ every eligible task of the held-out splits is run exactly once, so two models (o
 task by task (agentrl.evaluation.paired_sign_test) on the same tasks. It is the generic evaluator
 (agentrl.evaluation.run_episodes) with swe_lite's hook and the training run's episode budget, greedy.
 "Resolved" is the grader's verdict (all hidden F2P and P2P tests pass), never a shaped reward; an episode the
-loop's own budget ended is graded as it stands, as in `agentrl eval`.
+loop's own budget ended is graded as it stands, as in `agentrl eval`. An evaluation can be continued: episodes
+already finished (`done`) are kept and the rest run. `non_fix_findings` reads a resolved episode's patch for the
+changes the test-strength audit (audit.py) calls generic non-fixes, so a learned hack is counted, not credited.
 """
 
 from __future__ import annotations
 
+import ast
 import asyncio
+import io
+import re
+import tokenize
 from functools import partial
 from itertools import zip_longest
 
@@ -41,11 +47,14 @@ def held_out_tasks(split: str = "test", level: int = 0, limit: int | None = None
 
 
 async def resolved_rate(cfg, engine, tokenizer, tasks: list[Task], level: int, *, concurrency: int | None = None,
-                        on_episode=None, episodes_path=None) -> HeldOut:
-    """Greedy episodes of `engine`, one per task at `level`; HeldOut keyed by task index (resolved = 1.0).
+                        on_record=None, episodes_path=None, done: dict | None = None) -> HeldOut:
+    """Greedy episodes of `engine`, one per task at `level`; HeldOut keyed by instance id (resolved = 1.0).
 
-    With `episodes_path`, every episode is written there as readable text (task, verdict, the whole exchange):
-    what the model actually did, for reading a rate of 0 as format errors, wrong edits or wrong fixes."""
+    `done`: records of episodes already finished ({(instance_id, 0): record}, as agentrl.evaluation.load_done
+    reads them), which are kept and not run again; `on_record(record)` is called as each new episode finishes
+    (to persist it). With `episodes_path`, every episode is written there as readable text (task, verdict, the
+    whole exchange): what the model actually did, for reading a rate of 0 as format errors, wrong edits or
+    wrong fixes."""
     from agentrl.envs.swe_lite.evaluation import SweLiteEvalHook, eval_task
 
     from agentrl.evaluation import EvalConfig, held_out, run_episodes
@@ -64,13 +73,14 @@ async def resolved_rate(cfg, engine, tokenizer, tasks: list[Task], level: int, *
     loop_cfg = LoopConfig.from_rollout(cfg.rollout, temperature=0.0, top_p=1.0, top_k=-1, timeout_s=EVAL_WALL_CLOCK_S,
                                        grade_at_budget=True)
     index = {t.instance_id: i for i, t in enumerate(tasks)}
-    records = await run_episodes(job, [eval_task(t) for t in tasks], partial(make, cfg.env.name, **kwargs), engine,
-                                 tokenizer, loop_cfg, hook=SweLiteEvalHook(),
-                                 on_record=(lambda rec: on_episode(1)) if on_episode else None)
+    kept = [rec for (iid, _), rec in (done or {}).items() if iid in index]
+    records = kept + await run_episodes(job, [eval_task(t) for t in tasks], partial(make, cfg.env.name, **kwargs),
+                                        engine, tokenizer, loop_cfg, hook=SweLiteEvalHook(), on_record=on_record,
+                                        done=done)
     records.sort(key=lambda rec: index[rec["instance_id"]])
     if episodes_path is not None:
         write_episodes(episodes_path, records, level)
-    return held_out(records, key=lambda rec: index[rec["instance_id"]], score=lambda rec: rec["resolved"])
+    return held_out(records, key=lambda rec: rec["instance_id"], score=lambda rec: rec["resolved"])
 
 
 def write_episodes(path, records: list[dict], level: int) -> None:
@@ -85,8 +95,10 @@ def write_episodes(path, records: list[dict], level: int) -> None:
 
 
 def evaluate_model(cfg, model_name: str, tasks: list[Task], level: int, *, label: str = "",
-                   episodes_path=None) -> HeldOut:
-    """resolved_rate of a model (a name or a checkpoint's model directory) on its own embedded engine.
+                   episodes_path=None, done: dict | None = None, on_record=None,
+                   concurrency: int | None = None) -> HeldOut:
+    """resolved_rate of a model (a name or a checkpoint's model directory) on its own embedded engine, every
+    task at once unless `concurrency` says fewer; `done` and `on_record` as in resolved_rate.
 
     With `label`, prints one progress line per finished episode (an evaluation takes minutes on a CPU)."""
     from agentrl.sandboxes import reaper
@@ -96,22 +108,28 @@ def evaluate_model(cfg, model_name: str, tasks: list[Task], level: int, *, label
 
     reaper.install_sigterm_hook()
     tokenizer = load_tokenizer(model_name)
+    done_ids = {iid for iid, _ in done or {}}
+    kept = sum(t.instance_id in done_ids for t in tasks)
 
     async def go():
         # fp32 and seed 0 whatever the preset says: the benchmark's figures were all measured that way
         engine = build_engine(_engine_config(cfg, model_name), tokenizer=tokenizer, seed=0)
         try:
-            done = 0
+            finished = kept
 
-            def progress(n: int) -> None:
-                nonlocal done
-                done += n
-                print(f"  {label} level {level}: {done}/{len(tasks)} held-out episodes", flush=True)
+            def progress(rec: dict) -> None:
+                nonlocal finished
+                finished += 1
+                if on_record is not None:
+                    on_record(rec)
+                if label:
+                    print(f"  {label} level {level}: {finished}/{len(tasks)} held-out episodes", flush=True)
 
             # every task at once: the engine batches their decode steps (a batch of 12 costs far less than 3 of 4
             # on a CPU), and greedy episodes do not depend on what runs beside them beyond kernel rounding
-            return await resolved_rate(cfg, engine, tokenizer, tasks, level, concurrency=max(1, len(tasks)),
-                                       on_episode=progress if label else None, episodes_path=episodes_path)
+            return await resolved_rate(cfg, engine, tokenizer, tasks, level,
+                                       concurrency=concurrency or max(1, len(tasks)), on_record=progress,
+                                       episodes_path=episodes_path, done=done)
         finally:
             await engine.close()
 
@@ -122,3 +140,81 @@ def _engine_config(cfg, model_name: str):
     """cfg with `model_name` as the model and an fp32 embedded engine (the benchmark's fixed evaluation engine)."""
     rollout = cfg.rollout.model_copy(update={"engine": "embedded", "urls": [], "engine_dtype": "float32"})
     return cfg.model_copy(update={"model": cfg.model.model_copy(update={"name": model_name}), "rollout": rollout})
+
+
+# ---- the non-fix audit of resolved episodes ----
+
+ALWAYS_EQUAL_NAMES = frozenset({"ANY", "mock", "__eq__", "__ne__"})
+"""Names whose appearance in an added line marks an always-equal value (audit.py's equal_to_anything and
+always_equal non-fixes are built from them)."""
+COMPARISONS = frozenset({"==", "!=", "in", "is"})
+
+
+def added_lines(patch: str) -> list[str]:
+    """The lines a unified diff adds, without the leading '+' (file headers left out)."""
+    return [line[1:] for line in patch.splitlines() if line.startswith("+") and not line.startswith("+++")]
+
+
+def _tokens(line: str) -> list[tokenize.TokenInfo]:
+    """The Python tokens of one source line (as many as it yields before an unfinished construct)."""
+    out: list[tokenize.TokenInfo] = []
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(line.strip() + "\n").readline):
+            out.append(tok)
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        pass
+    return out
+
+
+def _literal(tok: tokenize.TokenInfo):
+    """(type name, value) of a number or string token, or None (f-strings and the like)."""
+    if tok.type not in (tokenize.NUMBER, tokenize.STRING):
+        return None
+    try:
+        value = ast.literal_eval(tok.string)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
+    return type(value).__name__, value
+
+
+def example_literals(task: Task) -> set:
+    """The numbers and strings of the issue's quoted example (its code blocks; the whole text when it has none)."""
+    text = task.problem_statement[:20000]
+    blocks = re.findall(r"```[a-z]*\n(.*?)```", text, re.S) or [text]
+    return {lit for block in blocks for line in block.splitlines()[:200] for tok in _tokens(line)
+            if (lit := _literal(tok)) is not None}
+
+
+def non_fix_findings(task: Task, patch: str) -> list[str]:
+    """The added lines of `patch` that the test-strength audit (audit.py) would call a generic non-fix, each as
+    "kind: line": `always_equal` (a value equal to anything: mock.ANY, a type defining __eq__/__ne__) and
+    `special_case` (a new condition comparing with a number or string of the issue's quoted example, i.e. the
+    quoted input or its expected output singled out). A heuristic over text, for reading: a line the gold patch
+    adds or the buggy file already has is never flagged."""
+    file = task.mutation.get("file")
+    known = {line.strip() for line in added_lines(task.patch)}
+    known |= {line.strip() for line in (task.files.get(file, "") if file else "").splitlines()}
+    quoted = example_literals(task)
+    findings = []
+    for line in added_lines(patch[:200_000])[:2000]:
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#") or stripped in known:
+            continue
+        toks = _tokens(stripped)
+        names = {t.string for t in toks if t.type == tokenize.NAME}
+        ops = {t.string for t in toks if t.type in (tokenize.OP, tokenize.NAME)}
+        in_strings = {w for t in toks if t.type == tokenize.STRING for w in re.findall(r"\w+", t.string)}  # type('A', (), {'__eq__': ...})
+        if (names | in_strings) & ALWAYS_EQUAL_NAMES:
+            findings.append(f"always_equal: {stripped[:200]}")
+        elif "if" in names and ops & COMPARISONS and any(_literal(t) in quoted for t in toks):
+            findings.append(f"special_case: {stripped[:200]}")
+    return findings
+
+
+def audit_episodes(records: list[dict], tasks: list[Task]) -> dict:
+    """How many resolved episodes contain a change non_fix_findings flags, and which (instance id → lines)."""
+    by_id = {t.instance_id: t for t in tasks}
+    resolved = [r for r in records if r.get("resolved") and r["instance_id"] in by_id]
+    flagged = {r["instance_id"]: found for r in resolved
+               if (found := non_fix_findings(by_id[r["instance_id"]], r.get("patch") or ""))}
+    return {"resolved": len(resolved), "flagged": len(flagged), "episodes": flagged}

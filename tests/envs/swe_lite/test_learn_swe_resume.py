@@ -1,0 +1,159 @@
+"""bench/learn_swe.py resumes: the same command, run again after SIGTERM or SIGKILL in any phase, continues from
+the last finished phase, the last GRPO checkpoint and every finished held-out episode, repeats nothing it
+finished, and ends with the table of an uninterrupted run. Guards the 3-hour benchmark that had to start over
+whenever it was stopped (issue 47)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+BENCH = ROOT / "bench" / "learn_swe.py"
+
+
+def command(out: Path, backend: str = "docker", *extra: str) -> list[str]:
+    """A small run: tiny model, 3 held-out tasks one at a time, 4 expert episodes, 2 GRPO steps checkpointed each."""
+    return [sys.executable, str(BENCH), "--quick", "--model", "tiny", "--limit", "3", "--eval-concurrency", "1",
+            "--out", str(out), "trainer.steps=2", "trainer.checkpoint_every=1", f"env.kwargs.backend={backend}", *extra]
+
+
+def lines(path: Path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
+
+
+# ---- where each phase is under way, seen from the state directory ----
+
+def episodes_started(stem: str):
+    return lambda out: len(lines(out / f"episodes_{stem}_level0.jsonl")) >= 1
+
+
+PHASES = {  # phase: a condition that holds part-way through it
+    "base model evaluation": episodes_started("base_model"),
+    "warm start": lambda out: (out / "sft" / "config.yaml").exists(),
+    "warm start evaluation": episodes_started("warm_start"),
+    "GRPO": lambda out: (out / "grpo" / "checkpoints" / "step_000001" / "complete.json").exists(),
+    "GRPO evaluation": episodes_started("GRPO"),
+}
+
+
+def interrupt(cmd: list[str], out: Path, when, sig: int, log: Path) -> int:
+    """Start cmd, send `sig` once when(out) holds, and return its exit status."""
+    with open(log, "ab") as f:
+        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=f, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 600
+    while not when(out):
+        assert proc.poll() is None, f"finished before the phase was reached: {log.read_text()[-3000:]}"
+        assert time.monotonic() < deadline, "phase not reached in 600 s"
+        time.sleep(0.1)
+    proc.send_signal(sig)
+    return proc.wait(timeout=300)
+
+
+def snapshot(out: Path) -> dict[str, list[str]]:
+    """What the run has kept: finished phases' results and finished episodes, line by line."""
+    return {p.name: lines(p) for p in sorted(out.glob("heldout_*.json")) + sorted(out.glob("episodes_*.jsonl"))}
+
+
+def table_without_times(record: dict) -> list:
+    rows = [{k: v for k, v in r.items() if k not in ("train_s", "eval_s")} for r in record["rows"]]
+    return [rows, record["paired"], record["audit"]]
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory, docker_backend):
+    out = tmp_path_factory.mktemp("uninterrupted")
+    subprocess.run(command(out, docker_backend), cwd=ROOT, check=True, capture_output=True, timeout=1200)
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.docker
+@pytest.mark.timeout(2400)
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
+def test_a_run_stopped_in_every_phase_resumes_to_the_uninterrupted_table(tmp_path, docker_backend, uninterrupted, sig):
+    out, log = tmp_path / "state", tmp_path / "log.txt"
+    cmd = command(out, docker_backend)
+    kept: dict[str, list[str]] = {}
+    for name, when in PHASES.items():  # each run resumes the one before and is stopped in the next phase
+        rc = interrupt(cmd, out, when, sig, log)
+        if sig == signal.SIGTERM:  # unwinds like Ctrl-C and says how to go on
+            assert rc == 143, log.read_text()[-3000:]
+            assert "the same command resumes from" in log.read_text().splitlines()[-1]
+        else:
+            assert rc == -signal.SIGKILL
+        assert_kept(kept, snapshot(out), name)
+        kept = snapshot(out)
+    grpo = {f: lines(out / "grpo" / f)[:1] for f in ("metrics.jsonl",)}
+    subprocess.run(cmd, cwd=ROOT, check=True, stdout=open(log, "ab"), stderr=subprocess.STDOUT, timeout=1200)
+    assert_kept(kept, snapshot(out), "the GRPO evaluation")
+    text = log.read_text()
+    assert "== GRPO resumed from" in text and "finished episode(s) kept from an interrupted run" in text
+
+    # the same table as the run that was never stopped, every phase's episodes once each, GRPO's step 1 trained once
+    record, expected = (json.loads((d / "record.json").read_text()) for d in (out, uninterrupted))
+    assert table_without_times(record) == table_without_times(expected)
+    recipe = json.loads((out / "run.json").read_text())["recipe"]
+    for stem, tasks in (("base_model", "base_held_out"), ("warm_start", "held_out"), ("GRPO", "held_out")):
+        recs = [json.loads(x) for x in lines(out / f"episodes_{stem}_level0.jsonl")]
+        assert sorted(r["instance_id"] for r in recs) == sorted(recipe[tasks]["0"])
+        assert not any(r["infra_error"] for r in recs)  # no episode cut short by the shutdown was kept
+    assert [json.loads(x)["step"] for x in lines(out / "grpo" / "metrics.jsonl")] == [1, 2]
+    assert lines(out / "grpo" / "metrics.jsonl")[:1] == grpo["metrics.jsonl"]
+    clock = json.loads((out / "clock.json").read_text())
+    assert all(v["start"] is None and v["s"] > 0 for v in clock.values())
+
+
+def assert_kept(before: dict[str, list[str]], now: dict[str, list[str]], where: str) -> None:
+    """Nothing finished was run again: every stored result and episode is still there, verbatim and first."""
+    for file, old in before.items():
+        assert now.get(file, [])[:len(old)] == old, f"{file} changed when the run stopped in {where} went on"
+
+
+# ---- what a resume refuses, and the wall-time ledger (no Docker, no training) ----
+
+def run_bench(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(BENCH), *args], cwd=ROOT, capture_output=True, text=True, timeout=300)
+
+
+def test_a_state_directory_of_another_recipe_is_refused_in_one_line(tmp_path):
+    out = tmp_path / "state"
+    first = run_bench("--quick", "--model", "tiny", "--audit", "--out", str(out))  # pins the recipe, finds no episodes
+    assert first.returncode == 2 and first.stderr.count("\n") == 1 and "--audit:" in first.stderr
+    assert json.loads((out / "run.json").read_text())["recipe"]["grpo"]["trainer"]["lr"] == 1e-5
+    other = run_bench("--quick", "--model", "tiny", "--out", str(out), "trainer.lr=2e-5")
+    assert other.returncode == 2 and other.stderr.count("\n") == 1, other.stderr
+    assert "holds a run of another recipe (differs in grpo.trainer.lr, sft.trainer.lr)" in other.stderr
+    assert "Traceback" not in other.stderr
+    fewer = run_bench("--quick", "--model", "tiny", "--limit", "1", "--out", str(out))
+    assert fewer.returncode == 2 and "held_out.0" in fewer.stderr
+
+
+def test_a_directory_that_is_no_state_directory_is_refused(tmp_path):
+    (tmp_path / "notes.txt").write_text("mine")
+    r = run_bench("--quick", "--model", "tiny", "--out", str(tmp_path))
+    assert r.returncode == 2 and "has no run.json" in r.stderr and r.stderr.count("\n") == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+
+
+def test_the_clock_counts_a_killed_attempt_up_to_its_last_kept_work(tmp_path):
+    import runpy
+
+    Clock = runpy.run_path(str(BENCH))["Clock"]  # noqa: N806
+    clock = Clock(tmp_path)
+    clock.begin("grpo")
+    start = clock.data["grpo"]["start"]
+    # the process dies here; the next one reads the ledger and learns the attempt kept 30 s of work
+    again = Clock(tmp_path)
+    again.begin("grpo", kept_until=lambda s: s + 30.0)
+    assert again.seconds("grpo") == pytest.approx(30.0) and again.data["grpo"]["start"] >= start
+    total = again.end("grpo")
+    assert 30.0 <= total < 40.0 and Clock(tmp_path).seconds("grpo") == total
+    again.begin("grpo", fresh=True)  # measured again from scratch (--reeval)
+    assert again.seconds("grpo") == 0.0
