@@ -344,3 +344,18 @@ def test_steps_are_numbered_from_1_in_every_output(tmp_path):
     assert panels["masked share (episodes not trained on)"]["rollout/masked_share"] == ([1, 2], share)
     plot = _run("plot", str(run))
     assert plot.returncode == 0 and (run / "dashboard.png").stat().st_size > 0, plot.stderr
+
+
+def test_serve_on_a_busy_port_is_one_line_and_exit_2():
+    """Guards a 25-line OSError traceback with exit 1 from `agentrl serve --port <busy>` (`agentrl gateway` said
+    it in one line with exit 2)."""
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        r = _run("serve", "--model", "tiny", "--port", str(port))
+    assert r.returncode == 2, r.stderr
+    assert r.stderr == f"agentrl serve: error: cannot listen on 127.0.0.1:{port}: address already in use; pick " \
+                       "another --port (0 = any free port)\n", r.stderr
