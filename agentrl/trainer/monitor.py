@@ -24,7 +24,11 @@ class Monitor:
 
     def __init__(self, run_dir: Path, *, total_steps: int, tensorboard: bool = True, console: Console | None = None):
         self.run_dir = Path(run_dir)
-        self.console = console or Console(stderr=True)
+        self.console = console or run_console()
+        # a log file or a pipe gets no live bar (its fragments would stay in the file): plain progress lines
+        # instead, at most one per PLAIN_EVERY_S
+        self.plain = not self.console.is_terminal
+        self._last_plain, self._last_line = 0.0, ""
         self.metrics_path = self.run_dir / "metrics.jsonl"
         self.samples_dir = self.run_dir / "samples"
         self._tb = None
@@ -44,14 +48,12 @@ class Monitor:
             TextColumn("{task.fields[note]}"),
             console=self.console,
             transient=False,
+            disable=self.plain,
         )
         self._task = None
         self._step, self._planned, self._resampled = 0, 0, []  # the bar's step, its planned episodes, why it grew
         self.total_steps = total_steps
         self.timings: dict[str, float] = {}
-        # a log file or a pipe gets no live bar: plain progress lines instead, at most one per PLAIN_EVERY_S
-        self.plain = not self.console.is_terminal
-        self._last_plain = 0.0
 
     def __enter__(self) -> Monitor:
         self.progress.start()
@@ -114,12 +116,14 @@ class Monitor:
         now = time.monotonic()
         if not self.plain or self._task is None or (not force and now - self._last_plain < PLAIN_EVERY_S):
             return
-        self._last_plain = now
         task = self.progress.tasks[-1]
         f = task.fields
         note = f" {f['note']}" if f.get("note") else ""
-        self.console.print(f"{f['label']} {f['step']}/{f['steps']} {f['phase']}: {int(task.completed)}/{int(task.total or 0)} "
-                           f"episodes, {task.elapsed or 0.0:.0f}s{note}", highlight=False)
+        line = (f"{f['label']} {f['step']}/{f['steps']} {f['phase']}: {int(task.completed)}/{int(task.total or 0)} "
+                f"episodes, {task.elapsed or 0.0:.0f}s{note}")
+        if line != self._last_line:  # a step's start and its rollout phase would say the same thing twice
+            self._last_plain, self._last_line = now, line
+            self.console.print(line, highlight=False)
 
     def log(self, step: int, metrics: dict[str, float]) -> None:
         """Append step `step`'s metrics to metrics.jsonl ("step": step) and TensorBoard (global step `step`), and
@@ -160,6 +164,15 @@ class Monitor:
                     f"findings={info.get('findings', [])}\n\npatch:\n{info.get('patch', '')}\n{'=' * 100}\n")
             f.write(suspicious.render(tokenizer, max_chars=8000))
         return path
+
+
+def run_console() -> Console:
+    """The run's console on stderr: on a terminal, rich's (wrapped to its width, with live bars); on a log file
+    or a pipe, whole lines that never wrap (so `grep '^step'` finds every summary in full)."""
+    console = Console(stderr=True)
+    if not console.is_terminal:
+        console.soft_wrap = True
+    return console
 
 
 def _num(v):
