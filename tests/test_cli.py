@@ -359,3 +359,14 @@ def test_serve_on_a_busy_port_is_one_line_and_exit_2():
     assert r.returncode == 2, r.stderr
     assert r.stderr == f"agentrl serve: error: cannot listen on 127.0.0.1:{port}: address already in use; pick " \
                        "another --port (0 = any free port)\n", r.stderr
+
+
+def test_overrides_may_follow_an_option(capsys):
+    """Guards 'unrecognized arguments: trainer.lr=1e-6' for `agentrl train --env calc a=1 --print-config b=2`
+    (argparse takes the positional overrides only once); an unknown option is still one line, exit 2."""
+    assert main(["train", "--env", "calc", "trainer.steps=3", "--print-config", "trainer.lr=1e-6"]) == 0
+    out = capsys.readouterr().out
+    assert "  steps: 3\n" in out and "  lr: 1.0e-06\n" in out, out
+    with pytest.raises(SystemExit) as e:
+        main(["train", "--env", "calc", "--print-config", "--bogus", "trainer.lr=1e-6"])
+    assert e.value.code == 2 and "unrecognized arguments: --bogus" in capsys.readouterr().err
