@@ -31,7 +31,7 @@ def read_metrics(run_dir: str | Path) -> list[dict]:
     if not path.is_file():
         from agentrl.errors import AgentRLError
 
-        raise AgentRLError(f"{path} does not exist: is {run_dir} an agentrl run directory?")
+        raise AgentRLError(f"nothing to plot: {what_folder(Path(run_dir))}")
     rows = []
     for line in path.read_text().splitlines():
         try:
@@ -39,6 +39,25 @@ def read_metrics(run_dir: str | Path) -> list[dict]:
         except json.JSONDecodeError:
             continue
     return rows
+
+
+def what_folder(path: Path) -> str:
+    """What a folder without metrics.jsonl is, in a sentence: a warm-start-only run, a run that has not finished
+    a step, a folder of runs, or no run at all."""
+    if not path.exists():
+        return f"{path} does not exist"
+    if not path.is_dir():
+        return f"{path} is a file; give a run folder (runs/<name>)"
+    if (path / "sft_metrics.jsonl").is_file():
+        return (f"{path} is a warm-start-only run (agentrl sft, or trainer.steps=0): it took no GRPO step; its loss "
+                f"per epoch is in {path / 'sft_metrics.jsonl'} and its weights in {path / 'checkpoints'}")
+    if (path / "config.yaml").is_file():
+        return (f"{path} is a run that has not finished a step (still starting, or stopped before its first step; "
+                f"it holds {', '.join(sorted(p.name for p in path.iterdir()))})")
+    runs = sorted(p for p in path.iterdir() if (p / "config.yaml").is_file())
+    if runs:
+        return f"{path} is a folder of {len(runs)} run(s), not a run; plot one of them, e.g. agentrl plot {runs[-1]}"
+    return f"{path} is not an agentrl run folder (it has no config.yaml or metrics.jsonl)"
 
 
 def panel_series(rows: list[dict]) -> list[tuple[str, dict[str, tuple[list[int], list[float]]]]]:
