@@ -296,8 +296,10 @@ def test_a_run_in_which_no_step_trained_exits_1_and_says_why_its_episodes_grew(t
     r = _run("train", "--env", "tests.test_cli:ConstantEnv", *TINY_RUN, f"trainer.run_dir={run}")
     err = " ".join(r.stderr.split())  # the console wraps long lines
     assert r.returncode == 1, r.stderr
-    assert "agentrl train: error: no step trained: all 2 steps were SKIPPED (2× no trainable group: 0 of 12 " \
-           "episodes masked, 6 groups sampled (100% dropped)); every group's rewards were equal" in err, err
+    assert "agentrl train: no step trained: all 2 steps were SKIPPED (2× no trainable group: 0 of 12 episodes " \
+           "masked, 6 groups sampled (100% dropped)). Every episode scored 1, so no group had a reward difference " \
+           "to learn from: the tasks are too easy for this policy. Give it harder ones." in err, err
+    assert "Its checkpoint holds the weights the run started from (exit status 1: nothing was trained)" in err
     assert "nothing trained: checkpoint" in err and "done:" not in err and "Traceback" not in err
     assert "(4 → 12 episodes: resampled groups with equal rewards (dynamic sampling))" in err, err
     assert "step 2/2 rollout: 12/12 episodes" in err, err

@@ -141,7 +141,19 @@ def run(args: argparse.Namespace) -> int:
             hint += "" if run_dir.exists() else " (the run's empty folder was removed)"
         print(f"agentrl train: {interrupted_how()}; run {run_dir}: {hint}", file=sys.stderr)
         return interrupted_status()
-    if (why := result.nothing_trained()) is not None:
-        print(f"agentrl train: error: {why}", file=sys.stderr)
+    if result.nothing_trained() is not None:
+        print(f"agentrl train: {nothing_trained(cfg, result, args)}", file=sys.stderr)
         return 1
     return 0
+
+
+def nothing_trained(cfg, result, args: argparse.Namespace) -> str:
+    """What to say when every step was SKIPPED: why, and the choices that apply to this run (trainer/diagnose.py).
+    The command exits 1: its checkpoint holds the starting weights, which a script must not take for a trained
+    policy (docs/metrics.md)."""
+    from agentrl.trainer.diagnose import explain
+    from agentrl.trainer.plot import read_metrics
+
+    rows = read_metrics(result.run_dir) if result.metrics.is_file() else []
+    text = explain(cfg, result.run_dir, rows, result.skipped, init_from=args.init_from, resumed=bool(args.resume))
+    return f"{text}\nIts checkpoint holds the weights the run started from (exit status 1: nothing was trained)."
