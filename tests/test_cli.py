@@ -372,3 +372,15 @@ def test_overrides_may_follow_an_option(capsys):
     with pytest.raises(SystemExit) as e:
         main(["train", "--env", "calc", "--print-config", "--bogus", "trainer.lr=1e-6"])
     assert e.value.code == 2 and "unrecognized arguments: --bogus" in capsys.readouterr().err
+
+
+def test_every_env_agentrl_envs_lists_has_a_row_in_the_docs_table():
+    """Guards docs/envs.md's built-in table without swe_real, which `agentrl envs` lists."""
+    from pathlib import Path
+
+    from agentrl.envs import BUILTIN_ENVS
+
+    listed = [line.split()[0] for line in _run("envs").stdout.splitlines() if line.strip()]
+    built_in = [name for name in listed if name in BUILTIN_ENVS]  # plug-ins installed here have docs of their own
+    table = (Path(__file__).resolve().parents[1] / "docs" / "envs.md").read_text()
+    assert "swe_real" in built_in and [name for name in built_in if f"| `{name}` |" not in table] == [], listed
