@@ -245,9 +245,10 @@ def format_summary(summary: dict[str, Any], wall_s: float | None = None) -> str:
 
 
 def _episode_time(summary: dict[str, Any]) -> str:
-    """The episodes' time, labelled as the sum it is (episodes run concurrently, so it can pass the wall time)."""
+    """The episodes' time, labelled as the sum it is (episodes overlap under --concurrency, so it can pass the
+    wall time)."""
     total, n = summary["episode_time_s"], summary["episodes"]
-    return f"{total:.0f}s summed over {n} episodes, which run concurrently (mean {total / max(n, 1):.0f}s each)"
+    return f"{total:.0f}s summed over {n} episodes, which may overlap (mean {total / max(n, 1):.0f}s each)"
 
 
 def transcript(traj) -> list[dict[str, str]]:

@@ -18,7 +18,7 @@ finishes; running the same command again skips the episodes already scored there
 --progress-every seconds in which none finished.
 The summary gives resolved rate, mean reward with a 95% interval, pass@k (unbiased), mean turns,
 format-error rate, infra errors (masked from the rates), how the episodes ended, the episodes' time (a sum:
-they run concurrently) and the wall time. Exit status 1 when
+they may overlap) and the wall time. Exit status 1 when
 no episode could be scored (all infra errors), 2 for a usage or config error.
 """
 
