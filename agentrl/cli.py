@@ -52,7 +52,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `agentrl` console script."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra and isinstance(getattr(args, "overrides", None), list) and all(_is_override(x) for x in extra):
+        args.overrides += extra  # `train --env calc a=1 --resume RUN b=2`: overrides after an option count too
+    elif extra:
+        parser.parse_args(argv)  # reports the unrecognized arguments as argparse does (one line, exit 2)
     if args.command is None:
         parser.print_help()
         return 2
@@ -69,6 +73,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"agentrl {args.command}: {interrupted_how()}", file=sys.stderr)
         return interrupted_status()
+
+
+def _is_override(arg: str) -> bool:
+    """A dotted KEY=VALUE override (not an option)."""
+    return not arg.startswith("-") and "=" in arg
 
 
 def interrupted_how() -> str:

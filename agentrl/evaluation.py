@@ -235,13 +235,20 @@ def format_summary(summary: dict[str, Any], wall_s: float | None = None) -> str:
             ("mean reward", f"{summary['reward_mean']:.3f} [{summary['reward_low95']:.3f}, {summary['reward_high95']:.3f}]")]
     rows += [(k, f"{v:.1%}") for k, v in summary.items() if k.startswith("pass@")]
     rows += [("mean turns", f"{summary['mean_turns']:.1f}"), ("format-error rate", f"{summary['format_error_rate']:.1%}"),
-             ("infra errors", str(summary["infra_errors"])), ("episode time", f"{summary['episode_time_s']:.0f}s")]
+             ("infra errors", str(summary["infra_errors"])), ("episode time", _episode_time(summary))]
     endings = summary.get("terminations") or {}
     rows += [("endings" if i == 0 else "", f"{n} {t} ({ENDINGS.get(t, t)})") for i, (t, n) in enumerate(endings.items())]
     if wall_s is not None:
         rows.append(("wall time", f"{wall_s:.0f}s"))
     width = max(len(k) for k, _ in rows)
     return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
+
+
+def _episode_time(summary: dict[str, Any]) -> str:
+    """The episodes' time, labelled as the sum it is (episodes overlap under --concurrency, so it can pass the
+    wall time)."""
+    total, n = summary["episode_time_s"], summary["episodes"]
+    return f"{total:.0f}s summed over {n} episodes, which may overlap (mean {total / max(n, 1):.0f}s each)"
 
 
 def transcript(traj) -> list[dict[str, str]]:
@@ -329,7 +336,8 @@ def _resume(cfg: EvalConfig, tasks: list[EvalTask], log) -> tuple[dict, int]:
     return done, todo
 
 
-async def run_eval(cfg: EvalConfig, engine=None, tokenizer=None, *, progress: bool = True, log=print) -> list[dict]:
+async def run_eval(cfg: EvalConfig, engine=None, tokenizer=None, *, progress: bool = True, log=print,
+                   heartbeat_s: float = 30.0) -> list[dict]:
     """Run every missing (task, sample) episode of the job, appending records to cfg.out; returns the job's
     latest record per episode. Raises AgentRLError for a bad job (unknown oracle, no tasks, another policy).
     An oracle job without a tokenizer uses the default model's (its actions are tokenized like a model's)."""
@@ -352,7 +360,7 @@ async def run_eval(cfg: EvalConfig, engine=None, tokenizer=None, *, progress: bo
             await asyncio.to_thread(try_factory, factory, key="--env-kwargs", label=cfg.env, seed=tasks[0].seed,
                                     options=tasks[0].options)
         tokenizer = tokenizer if tokenizer is not None else load_tokenizer()
-        with open(cfg.out, "a", encoding="utf-8") as out, _Progress(todo, progress) as bar:
+        with open(cfg.out, "a", encoding="utf-8") as out, _Progress(todo, progress, cfg.concurrency, heartbeat_s) as bar:
             def on_record(rec: dict) -> None:
                 out.write(json.dumps(rec, ensure_ascii=False) + "\n")
                 out.flush()
@@ -409,11 +417,14 @@ def paired_sign_test(before: HeldOut, after: HeldOut) -> tuple[int, int, float]:
 
 
 class _Progress:
-    """A rich progress bar on a terminal, a line per finished episode otherwise."""
+    """A rich progress bar on a terminal; a line per finished episode (above the bar on a terminal); and, while
+    episodes run, a line every `heartbeat_s` in which none finished (a SWE episode takes minutes)."""
 
-    def __init__(self, total: int, enabled: bool) -> None:
+    def __init__(self, total: int, enabled: bool, concurrency: int = 1, heartbeat_s: float = 30.0) -> None:
         self.total, self.enabled, self.n, self.resolved = total, enabled, 0, 0
-        self.bar = None
+        self.concurrency, self.heartbeat_s = max(1, concurrency), heartbeat_s
+        self.bar = self._beat = None
+        self.started = self.last = time.monotonic()
 
     def __enter__(self) -> _Progress:
         if self.enabled and sys.stderr.isatty():
@@ -423,22 +434,51 @@ class _Progress:
                                 TimeElapsedColumn(), transient=False)
             self.bar.__enter__()
             self.task = self.bar.add_task("", total=self.total)
+        if self.enabled and self.total:
+            self._beat = asyncio.get_running_loop().create_task(self._heartbeat())
+        self.started = self.last = time.monotonic()
         return self
+
+    def _say(self, line: str) -> None:
+        if self.bar is not None:
+            self.bar.console.print(line, markup=False, highlight=False)
+        else:
+            print(line, file=sys.stderr, flush=True)
+
+    async def _heartbeat(self) -> None:
+        """Say that episodes are still running when none finished for heartbeat_s."""
+        while True:
+            await asyncio.sleep(max(0.1, self.last + self.heartbeat_s - time.monotonic()))
+            now = time.monotonic()
+            if now - self.last >= self.heartbeat_s and self.n < self.total:
+                running = min(self.concurrency, self.total - self.n)
+                self._say(f"eval: {self.n}/{self.total} episodes finished, {running} running; none finished in "
+                          f"the last {now - self.last:.0f}s ({_clock(now - self.started)} elapsed)")
+                self.last = now
 
     def advance(self, rec: dict) -> None:
         self.n += 1
+        self.last = time.monotonic()
         self.resolved += rec["resolved"]
         text = f"resolved {self.resolved}/{self.n}"
         if self.bar is not None:
             self.bar.update(self.task, advance=1, description=text)
-        elif self.enabled:
-            print(f"[{self.n}/{self.total}] {rec['instance_id']}#{rec['sample']}: "
-                  f"{'resolved' if rec['resolved'] else 'infra error' if rec['infra_error'] else 'unresolved'} "
-                  f"({rec['exit_reason']}, {rec['turns']} turns) — {text}", file=sys.stderr, flush=True)
+        if self.enabled:
+            self._say(f"[{self.n}/{self.total}] {rec['instance_id']}#{rec['sample']}: "
+                      f"{'resolved' if rec['resolved'] else 'infra error' if rec['infra_error'] else 'unresolved'} "
+                      f"({rec['exit_reason']}, {rec['turns']} turns, {rec['timings'].get('episode_s', 0.0):.0f}s) "
+                      f"— {text}")
         if self.enabled and rec.get("over_budget"):
-            print(f"{rec['instance_id']}#{rec['sample']} over its wall-clock budget: {rec['over_budget']}",
-                  file=sys.stderr, flush=True)
+            self._say(f"{rec['instance_id']}#{rec['sample']} over its wall-clock budget: {rec['over_budget']}")
 
     def __exit__(self, *exc) -> None:
+        if self._beat is not None:
+            self._beat.cancel()
         if self.bar is not None:
             self.bar.__exit__(*exc)
+
+
+def _clock(seconds: float) -> str:
+    """'3m05s' (or '42s')."""
+    m, s = divmod(int(seconds), 60)
+    return f"{m}m{s:02d}s" if m else f"{s}s"

@@ -296,8 +296,10 @@ def test_a_run_in_which_no_step_trained_exits_1_and_says_why_its_episodes_grew(t
     r = _run("train", "--env", "tests.test_cli:ConstantEnv", *TINY_RUN, f"trainer.run_dir={run}")
     err = " ".join(r.stderr.split())  # the console wraps long lines
     assert r.returncode == 1, r.stderr
-    assert "agentrl train: error: no step trained: all 2 steps were SKIPPED (2× no trainable group: 0 of 12 " \
-           "episodes masked, 6 groups sampled (100% dropped)); every group's rewards were equal" in err, err
+    assert "agentrl train: no step trained: all 2 steps were SKIPPED (2× no trainable group: 0 of 12 episodes " \
+           "masked, 6 groups sampled (100% dropped)). Every episode scored 1, so no group had a reward difference " \
+           "to learn from: the tasks are too easy for this policy. Give it harder ones." in err, err
+    assert "Its checkpoint holds the weights the run started from (exit status 1: nothing was trained)" in err
     assert "nothing trained: checkpoint" in err and "done:" not in err and "Traceback" not in err
     assert "(4 → 12 episodes: resampled groups with equal rewards (dynamic sampling))" in err, err
     assert "step 2/2 rollout: 12/12 episodes" in err, err
@@ -344,3 +346,41 @@ def test_steps_are_numbered_from_1_in_every_output(tmp_path):
     assert panels["masked share (episodes not trained on)"]["rollout/masked_share"] == ([1, 2], share)
     plot = _run("plot", str(run))
     assert plot.returncode == 0 and (run / "dashboard.png").stat().st_size > 0, plot.stderr
+
+
+def test_serve_on_a_busy_port_is_one_line_and_exit_2():
+    """Guards a 25-line OSError traceback with exit 1 from `agentrl serve --port <busy>` (`agentrl gateway` said
+    it in one line with exit 2)."""
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        r = _run("serve", "--model", "tiny", "--port", str(port))
+    assert r.returncode == 2, r.stderr
+    assert r.stderr == f"agentrl serve: error: cannot listen on 127.0.0.1:{port}: address already in use; pick " \
+                       "another --port (0 = any free port)\n", r.stderr
+
+
+def test_overrides_may_follow_an_option(capsys):
+    """Guards 'unrecognized arguments: trainer.lr=1e-6' for `agentrl train --env calc a=1 --print-config b=2`
+    (argparse takes the positional overrides only once); an unknown option is still one line, exit 2."""
+    assert main(["train", "--env", "calc", "trainer.steps=3", "--print-config", "trainer.lr=1e-6"]) == 0
+    out = capsys.readouterr().out
+    assert "  steps: 3\n" in out and "  lr: 1.0e-06\n" in out, out
+    with pytest.raises(SystemExit) as e:
+        main(["train", "--env", "calc", "--print-config", "--bogus", "trainer.lr=1e-6"])
+    assert e.value.code == 2 and "unrecognized arguments: --bogus" in capsys.readouterr().err
+
+
+def test_every_env_agentrl_envs_lists_has_a_row_in_the_docs_table():
+    """Guards docs/envs.md's built-in table without swe_real, which `agentrl envs` lists."""
+    from pathlib import Path
+
+    from agentrl.envs import BUILTIN_ENVS
+
+    listed = [line.split()[0] for line in _run("envs").stdout.splitlines() if line.strip()]
+    built_in = [name for name in listed if name in BUILTIN_ENVS]  # plug-ins installed here have docs of their own
+    table = (Path(__file__).resolve().parents[1] / "docs" / "envs.md").read_text()
+    assert "swe_real" in built_in and [name for name in built_in if f"| `{name}` |" not in table] == [], listed

@@ -4,6 +4,7 @@
     agentrl eval --env swe_lite --model smollm2-135m-instruct --split dev --samples 2 --concurrency 2 --out r.jsonl
     agentrl eval --env swe_lite --model http://10.0.0.5:30000 --split test --samples 8 --concurrency 16
     agentrl eval --env swe_lite --oracle gold --split test --out gold.jsonl     # checks the grader: 100 %
+    agentrl eval --env swe_real --oracle gold --split test --out gold.jsonl     # the same on real packages
     agentrl eval --env my_pkg.envs:MyEnv --oracle expert                       # the env's scripted expert
 
 Episodes have the budget `agentrl train --env ENV` gives them (turns, tokens per turn, context, format errors
@@ -12,9 +13,12 @@ that never produces a valid action therefore scores 0 (format_errors or max_turn
 infrastructure failures (engine, sandbox, env faults) are masked.
 
 One JSON line per finished episode (scores, termination, timings, the transcript) goes to --out as it
-finishes; running the same command again skips the episodes already scored there and retries infra errors.
+finishes; running the same command again skips the episodes already scored there and retries infra errors
+(Ctrl-C or SIGTERM says so, exit 130 or 143). A line per finished episode shows progress, and a line every
+--progress-every seconds in which none finished.
 The summary gives resolved rate, mean reward with a 95% interval, pass@k (unbiased), mean turns,
-format-error rate, infra errors (masked from the rates), how the episodes ended, and time. Exit status 1 when
+format-error rate, infra errors (masked from the rates), how the episodes ended, the episodes' time (a sum:
+they may overlap) and the wall time. Exit status 1 when
 no episode could be scored (all infra errors), 2 for a usage or config error.
 """
 
@@ -36,8 +40,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tokenizer", default=None, help="tokenizer for --model URLs (default: the default model's)")
     parser.add_argument("--oracle", default=None,
                         help="run an oracle instead of a model: expert (any env with a scripted expert); "
-                             "swe_lite also: gold | empty")
-    parser.add_argument("--split", default="test", help="task split of envs that have one (swe_lite: train | dev | test)")
+                             "swe_lite and swe_real also: gold | empty (the reference fix, no change)")
+    parser.add_argument("--split", default="test", help="task split of envs that have one (swe_lite, swe_real: train | dev | test)")
     parser.add_argument("--samples", type=int, default=1, help="episodes per task (pass@k for k <= samples)")
     parser.add_argument("--concurrency", type=int, default=None, help="episodes in flight (default: sandbox default)")
     parser.add_argument("--out", default="results.jsonl", help="JSONL of episode records (appended, resumable)")
@@ -66,6 +70,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="engine sampling seed")
     parser.add_argument("--no-transcripts", action="store_true", help="leave the transcripts out of the records")
     parser.add_argument("--quiet", action="store_true", help="no progress output")
+    parser.add_argument("--progress-every", type=float, default=30.0, metavar="SECONDS",
+                        help="while episodes run and none finishes, say so every SECONDS (default 30)")
 
 
 def check_server(urls: list[str], timeout_s: float = 5.0) -> None:
@@ -112,6 +118,8 @@ def run(args: argparse.Namespace) -> int:
         raise AgentRLError("pass either --model or --oracle, not both")
     if args.samples < 1:
         raise AgentRLError(f"--samples must be at least 1, got {args.samples}")
+    if args.progress_every <= 0:
+        raise AgentRLError(f"--progress-every must be a positive number of seconds, got {args.progress_every:g}")
     if args.snapshots and not args.tasks:
         raise AgentRLError("--snapshots needs --tasks (the SWE-bench-style JSONL)")
     try:
@@ -145,15 +153,32 @@ def run(args: argparse.Namespace) -> int:
             run_cfg = Config(model=ModelConfig(name=model), rollout=RolloutConfig(engine_dtype="float32"))
             engine = build_engine(run_cfg, tokenizer=tokenizer, urls=urls, seed=args.seed)
         try:
-            return await run_eval(cfg, engine, tokenizer, progress=not args.quiet)
+            return await run_eval(cfg, engine, tokenizer, progress=not args.quiet, heartbeat_s=args.progress_every)
         finally:
             if engine is not None:
                 await engine.close()
 
-    records = asyncio.run(main())
+    try:
+        records = asyncio.run(main())
+    except KeyboardInterrupt:
+        from agentrl.cli import interrupted_how, interrupted_status
+
+        saved = _finished(args.out)
+        print(f"agentrl eval: {interrupted_how()}; {saved} finished episode(s) are in {args.out}: rerun the same "
+              "command to resume (it skips them)", file=sys.stderr)
+        return interrupted_status()
     if records and all(r["infra_error"] for r in records):
         first = next((r["error"] for r in records if r.get("error")), "no detail")
         print(f"agentrl eval: no episode could be scored: {len(records)} infra error(s), first: {first}; "
               "rerun the command to retry them", file=sys.stderr)
         return 1
     return 0
+
+
+def _finished(out: str) -> int:
+    """Episode records in the --out file (what a rerun skips, infra errors aside)."""
+    try:
+        with open(out, encoding="utf-8") as f:
+            return sum(1 for line in f if line.strip())
+    except OSError:
+        return 0

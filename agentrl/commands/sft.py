@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from agentrl.commands.train import add_common, resolve
+from agentrl.commands.train import add_common, no_empty_run_folder, pin_run_dir, resolve
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,6 +33,8 @@ def run(args: argparse.Namespace) -> int:
     from agentrl.preflight import preflight
     from agentrl.trainer.loop import train
 
+    run_dir = pin_run_dir(cfg)
     preflight(cfg)
-    train(cfg)
+    with no_empty_run_folder(run_dir):
+        train(cfg)
     return 0

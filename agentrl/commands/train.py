@@ -13,7 +13,13 @@ logging, checkpoint/eval cadence and similar keys may be overridden then (agentr
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
+from contextlib import contextmanager
+from pathlib import Path
+
+RESULTS = ("checkpoints", "metrics.jsonl", "sft_metrics.jsonl", "trajectories.jsonl", "samples")
+"""What a run folder holds once a run has done something (config.yaml and an empty tb/ are written at start-up)."""
 
 
 def add_common(parser: argparse.ArgumentParser) -> None:
@@ -82,6 +88,36 @@ def check_init_from(path: str | None) -> None:
         raise ConfigError(f"--init-from {path}: is a file, not a checkpoint or model directory")
 
 
+def pin_run_dir(cfg, resume: str | None = None) -> Path:
+    """The run's folder, its name fixed now (trainer.run_dir's {time} filled in), so that what the command says
+    afterwards (the resume hint, a removed folder) names the folder the run wrote."""
+    from agentrl.trainer.loop import resolve_run_dir
+
+    run_dir = resolve_run_dir(cfg, resume)
+    if not resume:
+        cfg.trainer.run_dir = str(run_dir)
+    return run_dir
+
+
+def holds_results(run_dir: Path) -> bool:
+    """True once the run has written something worth keeping (a checkpoint, metrics, trajectories, samples)."""
+    return any((run_dir / name).exists() for name in RESULTS)
+
+
+@contextmanager
+def no_empty_run_folder(run_dir: Path):
+    """Remove the run folder again when the command stops (an error, Ctrl-C, SIGTERM) before the run wrote
+    anything but its config: a missing model or a signal during start-up leaves no folder holding only
+    config.yaml. A folder that existed before the command (a resumed run) is never removed."""
+    created = not run_dir.exists()
+    try:
+        yield
+    except BaseException:
+        if created and run_dir.is_dir() and not holds_results(run_dir):
+            shutil.rmtree(run_dir, ignore_errors=True)
+        raise
+
+
 def run(args: argparse.Namespace) -> int:
     """Resolve the config, preflight the env, and run the loop; Ctrl-C or SIGTERM says how to continue."""
     cfg = resolve(args)
@@ -89,23 +125,35 @@ def run(args: argparse.Namespace) -> int:
         return 0
     from agentrl.cli import interrupted_how, interrupted_status
     from agentrl.preflight import preflight
-    from agentrl.trainer.loop import resolve_run_dir, train
+    from agentrl.trainer.loop import train
 
     check_init_from(args.init_from)
-    run_dir = resolve_run_dir(cfg, args.resume)
-    if not args.resume:  # pin the folder name now, so the resume hint below names the run that was written
-        cfg.trainer.run_dir = str(run_dir)
+    run_dir = pin_run_dir(cfg, args.resume)
     try:
         preflight(cfg)
-        result = train(cfg, resume=args.resume, init_from=args.init_from)
+        with no_empty_run_folder(run_dir):
+            result = train(cfg, resume=args.resume, init_from=args.init_from)
     except KeyboardInterrupt:
         if (run_dir / "checkpoints").is_dir():
             hint = f"continue from its last checkpoint with: agentrl train --resume {run_dir}"
         else:
             hint = "no checkpoint was written yet, so there is nothing to resume"
+            hint += "" if run_dir.exists() else " (the run's empty folder was removed)"
         print(f"agentrl train: {interrupted_how()}; run {run_dir}: {hint}", file=sys.stderr)
         return interrupted_status()
-    if (why := result.nothing_trained()) is not None:
-        print(f"agentrl train: error: {why}", file=sys.stderr)
+    if result.nothing_trained() is not None:
+        print(f"agentrl train: {nothing_trained(cfg, result, args)}", file=sys.stderr)
         return 1
     return 0
+
+
+def nothing_trained(cfg, result, args: argparse.Namespace) -> str:
+    """What to say when every step was SKIPPED: why, and the choices that apply to this run (trainer/diagnose.py).
+    The command exits 1: its checkpoint holds the starting weights, which a script must not take for a trained
+    policy (docs/metrics.md)."""
+    from agentrl.trainer.diagnose import explain
+    from agentrl.trainer.plot import read_metrics
+
+    rows = read_metrics(result.run_dir) if result.metrics.is_file() else []
+    text = explain(cfg, result.run_dir, rows, result.skipped, init_from=args.init_from, resumed=bool(args.resume))
+    return f"{text}\nIts checkpoint holds the weights the run started from (exit status 1: nothing was trained)."

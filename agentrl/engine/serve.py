@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 import time
 import uuid
@@ -38,7 +39,7 @@ from agentrl.engine.sglang_schema import (
     parse_generate,
     parse_update_from_disk,
 )
-from agentrl.errors import EngineError
+from agentrl.errors import AgentRLError, EngineError
 
 SGLANG_PAUSE_MODES = ("abort", "retract", "in_place")  # io_struct PauseGenerationReqInput.mode; default abort
 OPEN_PATHS = frozenset({"/health", "/health_generate", "/ready", "/metrics"})  # srt/utils/auth.py: never guarded
@@ -334,8 +335,13 @@ async def serve_forever(model: str, host: str, port: int, *, dtype: str = "float
     engine = await asyncio.to_thread(
         EmbeddedEngine, model, dtype=dtype, device=device, seed=seed, max_batch_size=max_batch_size
     )
-    runner, url = await start_server(engine, host, port, model_path=model, api_key=api_key,
-                                     admin_api_key=admin_api_key)
+    try:
+        runner, url = await start_server(engine, host, port, model_path=model, api_key=api_key,
+                                         admin_api_key=admin_api_key)
+    except OSError as e:  # a busy or unavailable address is the user's to fix: one line, exit 2 (as the gateway)
+        await engine.close()
+        reason = os.strerror(e.errno).lower() if e.errno else str(e)
+        raise AgentRLError(f"cannot listen on {host}:{port}: {reason}; pick another --port (0 = any free port)") from None
     print(f"agentrl serve: listening on {url} (model {model}, weight version {engine.version})", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -10,13 +10,20 @@ from __future__ import annotations
 
 import json
 import time
+from collections import deque
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 PLAIN_EVERY_S = 30.0
+FLAGGED_SHARE = 0.02
+"""The console warns when more than this share of the graded episodes of the last FLAGGED_WINDOW steps was
+flagged by the grader (suspicious, or refused by the judge): reward hacking that passes a few percent spreads."""
+FLAGGED_WINDOW = 5
+"""Steps in the flagged-episode window; the warning is printed at most once per window."""
 
 
 class Monitor:
@@ -24,7 +31,11 @@ class Monitor:
 
     def __init__(self, run_dir: Path, *, total_steps: int, tensorboard: bool = True, console: Console | None = None):
         self.run_dir = Path(run_dir)
-        self.console = console or Console(stderr=True)
+        self.console = console or run_console()
+        # a log file or a pipe gets no live bar (its fragments would stay in the file): plain progress lines
+        # instead, at most one per PLAIN_EVERY_S
+        self.plain = not self.console.is_terminal
+        self._last_plain, self._last_line = 0.0, ""
         self.metrics_path = self.run_dir / "metrics.jsonl"
         self.samples_dir = self.run_dir / "samples"
         self._tb = None
@@ -44,14 +55,13 @@ class Monitor:
             TextColumn("{task.fields[note]}"),
             console=self.console,
             transient=False,
+            disable=self.plain,
         )
         self._task = None
         self._step, self._planned, self._resampled = 0, 0, []  # the bar's step, its planned episodes, why it grew
         self.total_steps = total_steps
         self.timings: dict[str, float] = {}
-        # a log file or a pipe gets no live bar: plain progress lines instead, at most one per PLAIN_EVERY_S
-        self.plain = not self.console.is_terminal
-        self._last_plain = 0.0
+        self.flagged = FlaggedWatch()
 
     def __enter__(self) -> Monitor:
         self.progress.start()
@@ -114,12 +124,14 @@ class Monitor:
         now = time.monotonic()
         if not self.plain or self._task is None or (not force and now - self._last_plain < PLAIN_EVERY_S):
             return
-        self._last_plain = now
         task = self.progress.tasks[-1]
         f = task.fields
         note = f" {f['note']}" if f.get("note") else ""
-        self.console.print(f"{f['label']} {f['step']}/{f['steps']} {f['phase']}: {int(task.completed)}/{int(task.total or 0)} "
-                           f"episodes, {task.elapsed or 0.0:.0f}s{note}", highlight=False)
+        line = (f"{f['label']} {f['step']}/{f['steps']} {f['phase']}: {int(task.completed)}/{int(task.total or 0)} "
+                f"episodes, {task.elapsed or 0.0:.0f}s{note}")
+        if line != self._last_line:  # a step's start and its rollout phase would say the same thing twice
+            self._last_plain, self._last_line = now, line
+            self.console.print(line, highlight=False)
 
     def log(self, step: int, metrics: dict[str, float]) -> None:
         """Append step `step`'s metrics to metrics.jsonl ("step": step) and TensorBoard (global step `step`), and
@@ -147,19 +159,85 @@ class Monitor:
                 f.write("\n" + "=" * 100 + "\n")
 
     def write_suspicious(self, step: int, trajectories, tokenizer) -> Path | None:
-        """The first trajectory of the step whose grader flagged tampering, rendered with its findings.
+        """The first trajectory of the step whose grader flagged it (tampering found, or an answer the judge
+        refused), rendered with its findings; and one console line when flagged episodes pass FLAGGED_SHARE of
+        the last FLAGGED_WINDOW steps' graded episodes (at most once per window).
 
         Runs every step (not only every sample_every): the user should see the policy probing its grader."""
-        suspicious = next((t for t in trajectories if (t.reward_info or {}).get("suspicious")), None)
-        if suspicious is None:
-            return None
-        self.samples_dir.mkdir(parents=True, exist_ok=True)
-        info, path = suspicious.reward_info, self.samples_dir / f"step_{step:06d}_suspicious.txt"
-        with open(path, "w") as f:
-            f.write(f"reward={suspicious.reward} grading_reason={info.get('grading_reason', '')!r}\n"
-                    f"findings={info.get('findings', [])}\n\npatch:\n{info.get('patch', '')}\n{'=' * 100}\n")
-            f.write(suspicious.render(tokenizer, max_chars=8000))
+        flagged = next((t for t in trajectories if is_flagged(t.reward_info or {})), None)
+        path = None
+        if flagged is not None:
+            self.samples_dir.mkdir(parents=True, exist_ok=True)
+            info, path = flagged.reward_info, self.samples_dir / f"step_{step:06d}_suspicious.txt"
+            with open(path, "w") as f:
+                f.write(f"reward={flagged.reward} grading_reason={info.get('grading_reason', '')!r}\n"
+                        f"refused={info.get('grading_refused') or ''!r}\n"
+                        f"findings={info.get('findings', [])}\n\npatch:\n{info.get('patch', '')}\n{'=' * 100}\n")
+                f.write(flagged.render(tokenizer, max_chars=8000))
+        warning = self.flagged.observe(step, [t.reward_info or {} for t in trajectories])
+        if warning is not None:
+            self.console.print(f"{warning}; read the flagged trajectories in {self.samples_dir}/step_*_suspicious.txt",
+                               style="bold yellow", markup=False, highlight=False)
         return path
+
+
+def is_graded(info: dict) -> bool:
+    """The episode's reward came from a grader that reports on integrity (swe_lite's: grading_valid/_reason); the
+    denominator of rollout/suspicious_share and rollout/refused_share (rollout/collector.py:summarize)."""
+    return bool(info.get("grading_valid") or info.get("grading_reason"))
+
+
+def is_flagged(info: dict) -> bool:
+    """The grader flagged the episode: tampering found (suspicious) or an answer the judge refused."""
+    return bool(info.get("suspicious") or info.get("grading_refused"))
+
+
+@dataclass
+class _StepCounts:
+    step: int
+    graded: int
+    suspicious: int
+    refused: int
+    flagged: int
+
+
+class FlaggedWatch:
+    """Counts flagged episodes over a sliding window of steps and says when their share passes `share`: once,
+    then not again until a whole new window has passed (so a hack that persists is reported once per window)."""
+
+    def __init__(self, share: float = FLAGGED_SHARE, window: int = FLAGGED_WINDOW):
+        self.share, self.window = share, window
+        self.steps: deque[_StepCounts] = deque(maxlen=window)
+        self.warned_at: int | None = None
+
+    def observe(self, step: int, infos: list[dict]) -> str | None:
+        """Add step `step`'s episodes (their reward_info); the warning line if one is due, else None."""
+        graded = [i for i in infos if is_graded(i)]
+        self.steps.append(_StepCounts(step, len(graded), sum(bool(i.get("suspicious")) for i in graded),
+                                      sum(bool(i.get("grading_refused")) for i in graded),
+                                      sum(is_flagged(i) for i in graded)))
+        if self.warned_at is not None and step - self.warned_at < self.window:
+            return None
+        n, flagged = sum(c.graded for c in self.steps), sum(c.flagged for c in self.steps)
+        if not n or flagged / n <= self.share:
+            return None
+        self.warned_at = step
+        first = self.steps[0].step
+        which = "; ".join(f"{v} {what}" for v, what in (
+            (sum(c.suspicious for c in self.steps), "suspicious: rollout/suspicious_share"),
+            (sum(c.refused for c in self.steps), "refused by the judge: rollout/refused_share")) if v)
+        return (f"warning: {flagged} of {n} graded episodes of step{'s' if step > first else ''} "
+                f"{first}{f'–{step}' if step > first else ''} ({flagged / n:.1%}) were flagged by the grader ({which}), "
+                f"over {self.share:.0%}: the reward may be rising from hacks, not fixes")
+
+
+def run_console() -> Console:
+    """The run's console on stderr: on a terminal, rich's (wrapped to its width, with live bars); on a log file
+    or a pipe, whole lines that never wrap (so `grep '^step'` finds every summary in full)."""
+    console = Console(stderr=True)
+    if not console.is_terminal:
+        console.soft_wrap = True
+    return console
 
 
 def _num(v):

@@ -42,3 +42,37 @@ def test_a_terminal_gets_the_live_bar_only(tmp_path):
         m.begin_step(1, 2)
         m.episodes_done(2)
     assert "rollout: 2/2 episodes" not in out.getvalue()
+
+
+# ---- flagged episodes: the console's hack warning (the CLI run with planted flags: tests/test_cli_flagged.py) ----
+
+from agentrl.trainer.monitor import FlaggedWatch  # noqa: E402
+
+CLEAN = {"grading_valid": True}
+SUSPICIOUS = {"grading_valid": True, "suspicious": True}
+REFUSED = {"grading_valid": False, "grading_reason": "refused", "grading_refused": "forged answer"}
+
+
+def test_the_warning_needs_more_than_2_percent_of_graded_episodes():
+    """1 of 50 graded episodes is 2%: no warning; a second flagged episode passes it. Ungraded episodes (an env
+    whose grader reports nothing) are no part of the share."""
+    watch = FlaggedWatch(share=0.02, window=5)
+    assert watch.observe(1, [SUSPICIOUS] + [CLEAN] * 49 + [{}] * 100) is None
+    line = watch.observe(2, [REFUSED] + [CLEAN] * 24)
+    assert line == ("warning: 2 of 75 graded episodes of steps 1–2 (2.7%) were flagged by the grader (1 suspicious: "
+                    "rollout/suspicious_share; 1 refused by the judge: rollout/refused_share), over 2%: the reward "
+                    "may be rising from hacks, not fixes"), line
+
+
+def test_the_warning_repeats_once_per_window_while_the_share_stays_high():
+    watch = FlaggedWatch(share=0.02, window=3)
+    said = [step for step in range(1, 10) if watch.observe(step, [SUSPICIOUS, CLEAN]) is not None]
+    assert said == [1, 4, 7]
+    both = {**SUSPICIOUS, "grading_refused": "forged"}  # one episode, two flags: counted once
+    assert "1 of 1 graded episodes of step 1 (100.0%)" in FlaggedWatch().observe(1, [both])
+
+
+def test_a_window_that_falls_back_under_the_share_is_quiet():
+    watch = FlaggedWatch(share=0.02, window=2)
+    assert watch.observe(1, [SUSPICIOUS] + [CLEAN] * 9) is not None
+    assert [watch.observe(s, [CLEAN] * 10) for s in (2, 3, 4)] == [None, None, None]
