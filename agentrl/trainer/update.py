@@ -15,12 +15,19 @@ the whole PPO mini-batch before any rejection, so the gradient does not depend o
 corrections are decided per micro-batch, which is exact when no trajectory spans two micro-batches.
 Otherwise (stale tokens, several optimizer steps, split trajectories) π_old is recomputed once for the
 whole batch, before the first step, and sliced for every mini-batch and epoch.
+
+Devices. `train_on_batch` packs the rollout batch on the host and moves it to the model's device once
+(batch.MiniBatch.to); every tensor made after that is made on the batch's device. Metrics stay there as 0-d tensors
+and leave once per optimizer step, in one transfer (agentrl.algo.metrics.to_host) that also carries the gradient
+norm the step's skip decision needs; nothing in the step reads a device value per token or per micro-batch.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -30,17 +37,18 @@ from agentrl.algo.corrections import CorrectionConfig, correction_weights
 from agentrl.algo.flat import masked, traj_sum
 from agentrl.algo.logprobs import token_logprobs_from_hidden
 from agentrl.algo.losses import LOSS_SPECS, LossConfig, loss_normalizer, policy_loss
-from agentrl.algo.metrics import mismatch_metrics, staleness_metrics
+from agentrl.algo.metrics import drop_empty_buckets, mismatch_tensors, staleness_tensors, to_host
 from agentrl.trainer.batch import (
     MicroBatch,
     MiniBatch,
     build_minibatch,
     microbatches,
+    model_device,
     slice_trajectories,
     trajectory_local,
 )
 from agentrl.trainer.memory import release_memory
-from agentrl.trainer.prefix import shared_prefix_hidden, sharing_supported
+from agentrl.trainer.prefix import rows_hidden, shared_prefix_hidden, sharing_supported
 
 
 @dataclass(frozen=True)
@@ -87,34 +95,31 @@ def update_config_from(cfg) -> UpdateConfig:
 
 def policy_logprobs(
     model, micro: MicroBatch, targets: Tensor, *, temperature: float, chunk: int, entropy: bool = False,
-    mask: Tensor | None = None, share_prefix: bool = True, compute_dtype: str = "float32",
+    actions_only: bool = False, share_prefix: bool = True, compute_dtype: str = "float32",
 ) -> tuple[Tensor, Tensor | None]:
     """Logprobs (T,) of `targets` under the temperature-scaled policy, from hidden states in chunks.
 
-    With `mask` (T,), the LM head runs only where mask > 0 (the policy's own tokens) and the other positions
-    read 0: every consumer multiplies by the loss mask, and prompt and observation tokens are most of an agent
-    trajectory, so this skips most of the vocabulary projection (~a fifth of a 135M model's forward).
+    With `actions_only`, the LM head runs only at micro.actions (the positions whose target the policy sampled)
+    and the other positions read 0: every consumer multiplies by the loss mask, and prompt and observation tokens
+    are most of an agent trajectory, so this skips most of the vocabulary projection (~a fifth of a 135M model's
+    forward).
     With `share_prefix`, a prompt that several rows start with is computed once (agentrl.trainer.prefix).
     With compute_dtype bfloat16, the transformer body runs under autocast (mixed precision: the weights stay in
     their own dtype); the LM head and the log-softmax run in the head weight's dtype on upcast hidden states."""
     with precision.autocast(precision.DTYPES[compute_dtype], micro.input_ids.device.type):
         hidden = shared_prefix_hidden(model, micro) if share_prefix else None  # (T, H), None: nothing shared
         if hidden is None:
-            hidden = model.base_model(
-                input_ids=micro.input_ids, position_ids=micro.position_ids,
-                use_cache=False,  # training forwards never reuse keys/values: building a cache only costs memory
-            ).last_hidden_state  # (R, L, H)
-            hidden = hidden[micro.valid]  # (T, H) in flat order
+            hidden = rows_hidden(model, micro)  # (T, H), every row in full
     weight = model.get_output_embeddings().weight  # (V, H)
     hidden = hidden.to(weight.dtype)
-    if mask is None:
+    if not actions_only:
         return token_logprobs_from_hidden(hidden, weight, targets, temperature=temperature, chunk=chunk,
                                           entropy=entropy)
-    where = torch.nonzero(mask > 0).flatten()
+    where = micro.actions
     lp, ent = token_logprobs_from_hidden(hidden[where], weight, targets[where], temperature=temperature, chunk=chunk,
                                          entropy=entropy)
-    lp_all = torch.zeros(targets.shape[0], dtype=lp.dtype).index_put((where,), lp)
-    ent_all = None if ent is None else torch.zeros(targets.shape[0], dtype=ent.dtype).index_put((where,), ent)
+    lp_all = lp.new_zeros(targets.shape[0]).index_put((where,), lp)
+    ent_all = None if ent is None else ent.new_zeros(targets.shape[0]).index_put((where,), ent)
     return lp_all, ent_all
 
 
@@ -123,12 +128,12 @@ def recompute_logprobs(model, mb: MiniBatch, micros: list[MicroBatch], ucfg: Upd
     """π_old (or π_ref) logprobs (N,) of every target in the mini-batch, with the model's current weights."""
     was_training = model.training
     model.eval()
-    out = torch.zeros(mb.num_tokens, dtype=torch.float32)
+    out = torch.zeros(mb.num_tokens, dtype=torch.float32, device=mb.device)
     try:
         for micro in micros:
             lp, _ = policy_logprobs(
                 model, micro, mb.targets[micro.start : micro.end], temperature=ucfg.temperature,
-                chunk=ucfg.logprob_chunk, mask=mb.loss_mask[micro.start : micro.end], share_prefix=ucfg.share_prefix,
+                chunk=ucfg.logprob_chunk, actions_only=True, share_prefix=ucfg.share_prefix,
                 compute_dtype=ucfg.compute_dtype,
             )
             out[micro.start : micro.end] = lp.float()
@@ -143,12 +148,13 @@ def train_on_batch(model, optimizer: torch.optim.Optimizer, batch, ucfg: UpdateC
 
     π_ref (when ref_model is given and the KL term is on) and π_old are computed here, on one set of
     micro-batches; `version` is the policy version of the model's weights (tokens sampled by older versions
-    are stale).
+    are stale). The batch is packed on the host and moved to the model's device here.
     """
     if not batch.trajectories:
         raise ValueError("train_on_batch needs at least one trajectory (the loop skips empty batches)")
-    mb = build_minibatch(batch.trajectories, batch.turn_advantages or batch.advantages)
-    traj_adv = torch.tensor(batch.advantages, dtype=torch.float32)
+    device = model_device(model)
+    mb = build_minibatch(batch.trajectories, batch.turn_advantages or batch.advantages).to(device)
+    traj_adv = torch.tensor(batch.advantages, dtype=torch.float32, device=device)
     return train_on_minibatch(model, optimizer, mb, ucfg, current_version=version, traj_advantages=traj_adv,
                               ref_model=ref_model)
 
@@ -167,57 +173,74 @@ def train_on_minibatch(
     """`train_on_batch` on an already packed batch: mini_batches × ppo_epochs optimizer steps; returns metrics.
 
     A non-finite gradient norm skips that optimizer step (counted in trainer/skipped_steps). Step metrics
-    (actor/*) are means over the optimizer steps; mismatch and staleness metrics are of π_old vs μ.
+    (actor/*) are means over the optimizer steps; mismatch and staleness metrics are of π_old vs μ. The batch is
+    moved to the model's device if it is not there; metrics cross to the host once per optimizer step.
     """
+    device = model_device(model)
+    mb = mb.to(device)
+    traj_advantages = traj_advantages.to(device)
+    lp_ref = None if lp_ref is None else lp_ref.to(device)
     share = ucfg.share_prefix and sharing_supported(model)  # then the budget counts a shared prompt once
     micros = microbatches(mb, ucfg.micro_batch_tokens, share_prefix=share)
     if lp_ref is None and ref_model is not None and ucfg.loss_cfg.kl_coef > 0:
         lp_ref = recompute_logprobs(ref_model, mb, micros, ucfg)
-    action = mb.loss_mask > 0
-    fresh = bool((mb.versions[action] == current_version).all())
+    host = mb.host
+    action_versions = host.versions[host.loss_mask > 0]
+    fresh = bool((action_versions == current_version).all())
     on_policy = ucfg.mini_batches * ucfg.ppo_epochs == 1 and fresh and trajectory_local(mb, micros)
+
+    def batch_metrics(lp_old: Tensor, corr_metrics: dict[str, Tensor]) -> dict[str, Tensor]:
+        """π_old-vs-μ metrics of the whole batch, as device tensors (they leave with a step's metrics)."""
+        return {**corr_metrics,
+                **mismatch_tensors(lp_old, mb.behaviour_logprobs, mb.loss_mask, mb.traj_index, mb.num_trajectories,
+                                   versions=mb.versions, current_version=current_version),
+                **staleness_tensors(mb.versions, mb.loss_mask, mb.traj_index, mb.num_trajectories, current_version)}
+
     if on_policy:  # π_old = π_θ of the training forward: no recompute
-        old = _OldPolicy.from_forward(mb.num_tokens)
+        old = _OldPolicy.from_forward(mb.num_tokens, device)
+
+        def after_forward() -> dict[str, Tensor]:
+            corr = correction_weights(old.lp_old, mb.behaviour_logprobs, mb.loss_mask, mb.traj_index,
+                                      mb.num_trajectories, traj_advantages, ucfg.correction)  # the same decisions
+            return batch_metrics(old.lp_old, corr.metrics)
+
         step_metrics = [_optimizer_step(model, optimizer, mb, micros, ucfg, traj_advantages, old=old, lp_ref=lp_ref,
-                                        first_step=True)]
-        lp_old = old.lp_old
-        corr = correction_weights(lp_old, mb.behaviour_logprobs, action, mb.traj_index, mb.num_trajectories,
-                                  traj_advantages, ucfg.correction)  # the same decisions, for the metrics
+                                        first_step=True, extra=after_forward)]
     else:
         lp_old = recompute_logprobs(model, mb, micros, ucfg)  # once, before any step
-        corr = correction_weights(lp_old, mb.behaviour_logprobs, action, mb.traj_index, mb.num_trajectories,
+        corr = correction_weights(lp_old, mb.behaviour_logprobs, mb.loss_mask, mb.traj_index, mb.num_trajectories,
                                   traj_advantages, ucfg.correction)
         step_metrics = _off_policy_steps(model, optimizer, mb, ucfg, traj_advantages, lp_old, corr.weights, lp_ref,
-                                         share)
-    metrics: dict[str, float] = dict(corr.metrics)
-    metrics.update(mismatch_metrics(lp_old, mb.behaviour_logprobs, mb.loss_mask, mb.traj_index, mb.num_trajectories,
-                                    versions=mb.versions, current_version=current_version))
-    metrics.update(staleness_metrics(mb.versions, mb.loss_mask, mb.traj_index, mb.num_trajectories, current_version))
+                                         share, extra=lambda: batch_metrics(lp_old, corr.metrics))
+    metrics = drop_empty_buckets(step_metrics[0].pop("batch"))
     metrics.update(_mean_step_metrics(step_metrics))
     metrics["trainer/pi_old_recomputed"] = 0.0 if on_policy else 1.0
     metrics["trainer/micro_batches"] = float(len(micros))
     metrics["trainer/tokens"] = float(mb.num_tokens)
-    metrics["trainer/action_tokens"] = float(action.sum())
+    metrics["trainer/action_tokens"] = float(action_versions.numel())
     return metrics
 
 
 def _off_policy_steps(model, optimizer, mb: MiniBatch, ucfg: UpdateConfig, traj_advantages: Tensor, lp_old: Tensor,
-                      weights: Tensor, lp_ref: Tensor | None, share: bool) -> list[dict[str, float]]:
+                      weights: Tensor, lp_ref: Tensor | None, share: bool,
+                      extra: Callable[[], dict[str, Tensor]]) -> list[dict[str, Any]]:
     """ppo_epochs passes over mini_batches contiguous trajectory ranges, one optimizer step each, all against the
-    π_old and correction weights fixed before the first step; returns each step's metrics."""
+    π_old and correction weights fixed before the first step; returns each step's metrics (the first step's
+    carry `extra()` under "batch")."""
     parts = []
     for lo, hi in split_trajectories(mb.num_trajectories, ucfg.mini_batches):
         part, s, e = slice_trajectories(mb, lo, hi)
         if part.num_tokens:
             parts.append((part, microbatches(part, ucfg.micro_batch_tokens, share_prefix=share), s, e,
                           traj_advantages[lo:hi]))
-    step_metrics: list[dict[str, float]] = []
+    step_metrics: list[dict[str, Any]] = []
     for _ in range(ucfg.ppo_epochs):
         for part, part_micros, s, e, adv in parts:
             old = _OldPolicy.fixed(lp_old[s:e], weights[s:e])
             step_metrics.append(_optimizer_step(
                 model, optimizer, part, part_micros, ucfg, adv, old=old,
                 lp_ref=None if lp_ref is None else lp_ref[s:e], first_step=not step_metrics,
+                extra=None if step_metrics else extra,
             ))
     return step_metrics
 
@@ -254,9 +277,9 @@ class _OldPolicy:
         return cls(lp_old, weights)
 
     @classmethod
-    def from_forward(cls, num_tokens: int) -> _OldPolicy:
+    def from_forward(cls, num_tokens: int, device: torch.device) -> _OldPolicy:
         """π_old read off the training forward (filled in micro-batch by micro-batch)."""
-        return cls(torch.zeros(num_tokens), None)
+        return cls(torch.zeros(num_tokens, device=device), None)
 
     @property
     def is_fixed(self) -> bool:
@@ -278,19 +301,22 @@ class _OldPolicy:
 
 def _optimizer_step(
     model, optimizer, mb: MiniBatch, micros: list[MicroBatch], ucfg: UpdateConfig, traj_adv: Tensor, *,
-    old: _OldPolicy, lp_ref: Tensor | None, first_step: bool,
-) -> dict[str, float]:
-    """Accumulate the loss of mb over its micro-batches, clip, step; returns the step's metrics."""
-    norm = loss_normalizer(mb.loss_mask, mb.traj_index, mb.num_trajectories)
+    old: _OldPolicy, lp_ref: Tensor | None, first_step: bool, extra: Callable[[], dict[str, Tensor]] | None = None,
+) -> dict[str, Any]:
+    """Accumulate the loss of mb over its micro-batches, clip, step; returns the step's metrics, which leave the
+    device here in one transfer together with `extra()` (evaluated after the backward; returned under "batch")."""
+    host = mb.host
+    norm = loss_normalizer(host.loss_mask, host.traj_index, host.num_trajectories)  # counts from the host copy
+    norm = replace(norm, traj_lengths=norm.traj_lengths.to(mb.device))
     traj_log_ratio = _gspo_log_ratio(model, mb, micros, ucfg, old, norm, first_step)
     optimizer.zero_grad(set_to_none=True)
-    sums: dict[str, float] = {}
-    entropy_sum = 0.0
+    sums: dict[str, Tensor] = {}
+    entropy_sum = torch.zeros((), device=mb.device)
     for micro in micros:
         s, e = micro.start, micro.end
         lp, ent = policy_logprobs(
             model, micro, mb.targets[s:e], temperature=ucfg.temperature, chunk=ucfg.logprob_chunk, entropy=True,
-            mask=mb.loss_mask[s:e], share_prefix=ucfg.share_prefix, compute_dtype=ucfg.compute_dtype,
+            actions_only=True, share_prefix=ucfg.share_prefix, compute_dtype=ucfg.compute_dtype,
         )
         lp_old, w = old.for_micro(lp, mb, micro, traj_adv, ucfg)
         loss, m = policy_loss(
@@ -300,18 +326,22 @@ def _optimizer_step(
         )
         loss.backward()
         for k, v in m.items():
-            sums[k] = sums.get(k, 0.0) + float(v)
-        entropy_sum += float((ent * mb.loss_mask[s:e]).sum())
-    metrics = dict(sums)
-    metrics["actor/entropy"] = entropy_sum / max(norm.num_tokens, 1.0)
-    metrics.update(_clip_and_step(model, optimizer, ucfg.grad_clip))
+            sums[k] = sums[k] + v if k in sums else v
+        entropy_sum = entropy_sum + (ent * mb.loss_mask[s:e]).sum()
+    sums["actor/entropy"] = entropy_sum / max(norm.num_tokens, 1.0)
+    batch = extra() if extra is not None else {}
+    grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), ucfg.grad_clip)
+    values = to_host({**sums, **batch, "actor/grad_norm": grad_norm})  # the step's one device→host transfer
+    metrics: dict[str, Any] = {k: values[k] for k in sums}
+    metrics.update(_step_unless_nonfinite(optimizer, values["actor/grad_norm"]))
+    if extra is not None:
+        metrics["batch"] = {k: values[k] for k in batch}
     release_memory()
     return metrics
 
 
-def _clip_and_step(model, optimizer, grad_clip: float) -> dict[str, float]:
-    """Clip the gradient norm and step, unless the norm is not finite (then the step is skipped and counted)."""
-    grad_norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip))
+def _step_unless_nonfinite(optimizer, grad_norm: float) -> dict[str, float]:
+    """Step on the clipped gradients, unless their norm is not finite (then the step is skipped and counted)."""
     finite = math.isfinite(grad_norm)
     if finite:
         optimizer.step()
@@ -326,7 +356,7 @@ def _gspo_log_ratio(model, mb: MiniBatch, micros, ucfg: UpdateConfig, old: _OldP
     if not LOSS_SPECS[ucfg.loss].trajectory_ratio:
         return None
     if first_step:
-        return torch.zeros(mb.num_trajectories)
+        return torch.zeros(mb.num_trajectories, device=mb.device)
     if trajectory_local(mb, micros):
         return None
     return _trajectory_log_ratio(model, mb, micros, ucfg, old.lp_old, norm)
