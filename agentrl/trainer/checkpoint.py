@@ -48,8 +48,10 @@ def is_complete(ckpt: Path) -> bool:
 
 
 def rng_state() -> dict[str, Any]:
-    """Every RNG the loop draws from."""
+    """Every RNG the loop draws from (the CUDA generators too, once CUDA is in use)."""
     state: dict[str, Any] = {"python": random.getstate(), "torch": torch.get_rng_state()}
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        state["cuda"] = torch.cuda.get_rng_state_all()
     try:
         import numpy as np
 
@@ -63,6 +65,8 @@ def set_rng_state(state: dict[str, Any]) -> None:
     """Restore what rng_state() captured."""
     random.setstate(state["python"])
     torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available() and torch.cuda.device_count() == len(state["cuda"]):
+        torch.cuda.set_rng_state_all(state["cuda"])  # a resume on other hardware keeps its own CUDA streams
     if "numpy" in state:
         import numpy as np
 
@@ -134,17 +138,20 @@ def prune(root: Path, keep: int) -> None:
 
 
 def load_checkpoint(ckpt: str | Path, *, optimizer=None, scheduler=None, restore_rng: bool = True) -> dict[str, Any]:
-    """Restore optimizer, scheduler and RNG state from ckpt (the model is loaded from ckpt/model); returns state.json."""
+    """Restore optimizer, scheduler and RNG state from ckpt (the model is loaded from ckpt/model); returns state.json.
+
+    Tensors are read onto the host whatever device wrote them (a GPU run resumes on a CPU-only machine and the
+    other way round); the optimizer's load_state_dict moves its state to its parameters' device."""
     ckpt = Path(ckpt)
     if not is_complete(ckpt):
         raise FileNotFoundError(f"{ckpt} is not a complete agentrl checkpoint")
-    trainer = torch.load(ckpt / "trainer.pt", weights_only=False)
+    trainer = torch.load(ckpt / "trainer.pt", weights_only=False, map_location="cpu")
     if optimizer is not None and trainer["optimizer"] is not None:
         optimizer.load_state_dict(trainer["optimizer"])
     if scheduler is not None and trainer["scheduler"] is not None:
         scheduler.load_state_dict(trainer["scheduler"])
     if restore_rng:
-        set_rng_state(torch.load(ckpt / "rng.pt", weights_only=False))
+        set_rng_state(torch.load(ckpt / "rng.pt", weights_only=False, map_location="cpu"))
     return json.loads((ckpt / "state.json").read_text())
 
 
