@@ -19,6 +19,7 @@ import os
 import random
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -83,14 +84,21 @@ def save_checkpoint(
     scheduler=None,
     state: dict[str, Any] | None = None,
     keep: int = 2,
+    write_model: Callable[[Path], None] | None = None,
 ) -> Path:
-    """Write checkpoint `step` atomically under run_dir/checkpoints and prune to the `keep` newest."""
+    """Write checkpoint `step` atomically under run_dir/checkpoints and prune to the `keep` newest.
+
+    write_model(tmp) writes the model's part into the temporary directory instead of model.save_pretrained
+    (a sharded run: every rank's shards and the gathered HF export; agentrl.trainer.strategy)."""
     root = Path(run_dir) / "checkpoints"
     root.mkdir(parents=True, exist_ok=True)
     final = root / f"step_{step:06d}"
     tmp = Path(tempfile.mkdtemp(prefix=f".tmp-step_{step:06d}-", dir=root))
     try:
-        model.save_pretrained(tmp / "model", safe_serialization=True)
+        if write_model is None:
+            model.save_pretrained(tmp / "model", safe_serialization=True)
+        else:
+            write_model(tmp)
         if tokenizer is not None:
             tokenizer.save_pretrained(tmp / "model")
         torch.save(
