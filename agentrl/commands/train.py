@@ -90,21 +90,41 @@ def run(args: argparse.Namespace) -> int:
     from agentrl.cli import interrupted_how, interrupted_status
     from agentrl.preflight import preflight
     from agentrl.trainer.loop import resolve_run_dir, train
+    from agentrl.trainer.strategy import build_strategy, rank_failure
 
     check_init_from(args.init_from)
+    # trainer.strategy=fsdp: join the ranks torchrun (or Ray) started; rank 0 leads the run and speaks for it
+    strategy = build_strategy(cfg)
     run_dir = resolve_run_dir(cfg, args.resume)
     if not args.resume:  # pin the folder name now, so the resume hint below names the run that was written
         cfg.trainer.run_dir = str(run_dir)
     try:
-        preflight(cfg)
-        result = train(cfg, resume=args.resume, init_from=args.init_from)
+        if strategy.is_main:
+            preflight(cfg)
+        result = train(cfg, resume=args.resume, init_from=args.init_from, strategy=strategy)
     except KeyboardInterrupt:
+        if not strategy.is_main:  # the launcher stopping the group: rank 0 says how to continue
+            return interrupted_status()
+        sharded = strategy.world is not None and strategy.world.size > 1
+        run_dir = strategy.run_dir or run_dir
         if (run_dir / "checkpoints").is_dir():
-            hint = f"continue from its last checkpoint with: agentrl train --resume {run_dir}"
+            how = f"the same launch with --resume {run_dir}" if sharded else f"agentrl train --resume {run_dir}"
+            hint = f"continue from its last checkpoint with: {how}"
         else:
             hint = "no checkpoint was written yet, so there is nothing to resume"
+        if sharded:
+            hint += " (torchrun stops every rank when one fails; its report names that rank)"
         print(f"agentrl train: {interrupted_how()}; run {run_dir}: {hint}", file=sys.stderr)
         return interrupted_status()
+    except Exception as e:
+        if (line := rank_failure(e, strategy, run_dir)) is None:
+            raise
+        print(f"agentrl train: error: {line}", file=sys.stderr)
+        return 1
+    finally:
+        strategy.close()
+    if result is None:  # a rank other than 0 of a sharded run: done when rank 0 said so
+        return 0
     if (why := result.nothing_trained()) is not None:
         print(f"agentrl train: error: {why}", file=sys.stderr)
         return 1

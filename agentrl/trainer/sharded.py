@@ -102,8 +102,13 @@ class GatheredWeights:
 
 def save_hf(model, state_dict: dict[str, torch.Tensor], path: Path) -> None:
     """An HF model directory of `state_dict` with `model`'s config: what `agentrl eval --model`, `agentrl serve`,
-    `--init-from` and SGLang's --model-path read. (save_pretrained empties a state dict it is given: pass a copy.)"""
-    model.save_pretrained(path, state_dict=dict(state_dict), safe_serialization=True)
+    `--init-from` and SGLang's --model-path read. A tied output embedding is left out (the loader ties it again),
+    as save_pretrained does for an unsharded model, whatever the number of ranks that gathered it."""
+    state = dict(state_dict)  # save_pretrained empties a state dict it is given
+    if getattr(model.config, "tie_word_embeddings", False):
+        head = model.get_output_embeddings()
+        state.pop(next((f"{n}.weight" for n, m in model.named_modules() if m is head), ""), None)
+    model.save_pretrained(path, state_dict=state, safe_serialization=True)
 
 
 # ---- sharded checkpoints (torch.distributed.checkpoint) ----

@@ -31,7 +31,7 @@ import torch
 from agentrl.trainer import sharded
 from agentrl.trainer.checkpoint import load_checkpoint, save_checkpoint
 from agentrl.trainer.collect import StepBatch
-from agentrl.trainer.distributed import SINGLE, World, join
+from agentrl.trainer.distributed import SINGLE, World, join, under_launcher
 from agentrl.trainer.update import local_policy_logprobs, train_on_batch
 
 T = TypeVar("T")
@@ -60,6 +60,7 @@ class Single:
     is_main = True
     world: World | None = None
     dp = SINGLE
+    run_dir: Path | None = None  # the run's directory, once known (announce)
 
     def device(self, cfg) -> str:
         """The device this process trains on."""
@@ -69,8 +70,9 @@ class Single:
         """Nothing to shard."""
         return model
 
-    def announce(self, cfg, ckpt: Path | None, source) -> None:
-        """Nothing to tell: no other rank."""
+    def announce(self, cfg, run_dir: Path, ckpt: Path | None, source) -> None:
+        """Remember the run directory (nothing to tell: no other rank)."""
+        self.run_dir = run_dir
 
     def train(self, model, optimizer, batch: StepBatch, ucfg, *, version: int, ref_model=None) -> dict[str, float]:
         """The update of one step's batch (update.train_on_batch)."""
@@ -97,6 +99,10 @@ class Single:
         """Restore optimizer, scheduler and RNG from ckpt (the model was loaded from ckpt/model)."""
         return load_checkpoint(ckpt, optimizer=optimizer, scheduler=scheduler)
 
+    def resume_note(self) -> str | None:
+        """A line for the console about how the checkpoint was loaded, if it needs saying."""
+        return None
+
     def finish(self) -> None:
         """The run is over (nobody to tell)."""
 
@@ -109,10 +115,12 @@ class Fsdp(Single):
 
     name = "fsdp"
 
-    def __init__(self, world: World):
+    def __init__(self, world: World, actors: Any = None):
         self.world = world
+        self.actors = actors  # the other ranks when Ray started them (cluster.ray_ranks.RankActors)
         self.is_main = world.is_main
         self.dp = world.data_parallel()
+        self.resharded_from: int | None = None  # the world size of a checkpoint written by another one
 
     def device(self, cfg) -> str:
         """This rank's device (cuda:LOCAL_RANK on GPUs)."""
@@ -126,9 +134,11 @@ class Fsdp(Single):
         """Rank 0: tell the other ranks what comes next."""
         self.world.broadcast(command)
 
-    def announce(self, cfg, ckpt: Path | None, source) -> None:
-        """Rank 0: the config, checkpoint and model source every rank loads the policy from (`follow` reads it)."""
-        self.world.broadcast((cfg, ckpt, source))
+    def announce(self, cfg, run_dir: Path, ckpt: Path | None, source) -> None:
+        """Rank 0: the config, run directory, checkpoint and model source every rank loads the policy from
+        (`follow` reads them)."""
+        self.run_dir = run_dir
+        self.world.broadcast((cfg, run_dir, ckpt, source))
 
     def train(self, model, optimizer, batch: StepBatch, ucfg, *, version: int, ref_model=None) -> dict[str, float]:
         """Rank 0: send the step's trajectories, then train on this rank's share of them."""
@@ -191,15 +201,29 @@ class Fsdp(Single):
                               f"sharded run from its weights with --init-from {ckpt}")
         state = load_checkpoint(ckpt, optimizer=None, scheduler=scheduler)
         sharded.load_shards(ckpt, model, optimizer, self.world.control)
+        written = sharded.recorded_world(ckpt)["world_size"]
+        self.resharded_from = written if written != self.world.size else None
         return state
+
+    def resume_note(self) -> str | None:
+        """Says that DCP re-sharded a checkpoint of another world size (the math is the same; sums run in
+        another order, so the continuation matches an uninterrupted run up to rounding, not bitwise)."""
+        if self.resharded_from is None:
+            return None
+        return (f"[yellow]resumed a checkpoint written by {self.resharded_from} ranks on {self.world.size}: "
+                f"torch.distributed.checkpoint re-sharded the model and optimizer state[/]")
 
     def finish(self) -> None:
         """Rank 0: the other ranks may leave."""
         self._command("stop")
 
     def close(self) -> None:
-        """Leave the process group."""
-        self.world.close()
+        """Leave the process group (and, on rank 0 of a Ray launch, remove the rank actors)."""
+        try:
+            self.world.close()
+        finally:
+            if self.actors is not None:
+                self.actors.close()
 
 
 def write_shards(tmp: Path, model, optimizer, world: World, *, tokenizer=None) -> None:
@@ -218,11 +242,26 @@ def _for_training(batch: StepBatch) -> StepBatch:
                      turn_advantages=batch.turn_advantages)
 
 
+ENTRY = "agentrl.trainer.loop:train"
+"""What a rank actor of a Ray launch calls with the run config: it joins the group and follows rank 0."""
+
+
 def build_strategy(cfg) -> Single:
-    """trainer.strategy's strategy; for fsdp this joins the run's process group (torchrun's, or one of one)."""
+    """trainer.strategy's strategy. For fsdp this joins the run's process group: torchrun's, the one this process
+    leads when Ray is to start the other trainer.ranks − 1 ranks (agentrl.cluster.ray_ranks), or a group of one."""
     if cfg.trainer.strategy == "single":
         return Single()
-    return Fsdp(join(cfg.model.device, cfg.trainer.collective_timeout_s))
+    actors = None
+    if cfg.trainer.ranks > 1 and not under_launcher():
+        from agentrl.cluster.ray_ranks import start_ranks
+
+        actors = start_ranks(cfg, ENTRY, cfg)
+    try:
+        return Fsdp(join(cfg.model.device, cfg.trainer.collective_timeout_s), actors)
+    except BaseException:
+        if actors is not None:
+            actors.close(timeout_s=0)
+        raise
 
 
 def follow(strategy: Fsdp, load_policy, update_config_from) -> None:
@@ -231,7 +270,7 @@ def follow(strategy: Fsdp, load_policy, update_config_from) -> None:
     load_policy(cfg, source, ckpt, strategy) -> Policy and update_config_from(cfg) are the loop's own, so every rank
     builds the same policy and update."""
     world = strategy.world
-    cfg, ckpt, source = world.broadcast()
+    cfg, strategy.run_dir, ckpt, source = world.broadcast()
     policy = load_policy(cfg, source, ckpt, strategy)
     ucfg = update_config_from(cfg)
     while True:
@@ -249,3 +288,35 @@ def follow(strategy: Fsdp, load_policy, update_config_from) -> None:
             return
         elif command != "alive":
             raise RuntimeError(f"rank {world.rank}: unknown command {command!r} from rank 0")
+
+
+def rank_failure(error: BaseException, strategy: Single, run_dir: Path) -> str | None:
+    """One line for a collective that failed on this rank (another rank died, or stopped answering within
+    trainer.collective_timeout_s), naming the last complete checkpoint; None if `error` is something else."""
+    if strategy.world is None or not _collective_failure(error):
+        return None
+    from agentrl.trainer.checkpoint import latest_checkpoint
+
+    world, cause = strategy.world, _first_line(error)
+    run_dir = strategy.run_dir or run_dir  # rank 0's (a follower's own guess has another {time})
+    latest = latest_checkpoint(run_dir)
+    after = (f"the last complete checkpoint is {latest}; continue with the same launch and --resume {run_dir}"
+             if latest else "no checkpoint was written yet")
+    return (f"rank {world.rank} of {world.size}: a collective failed ({cause}): another rank died or did not answer "
+            f"within trainer.collective_timeout_s={world.timeout_s:g} s, so the run stopped; {after}")
+
+
+def _collective_failure(error: BaseException) -> bool:
+    """True if `error` came out of torch.distributed (gloo and NCCL raise RuntimeErrors naming themselves)."""
+    if isinstance(error, torch.distributed.DistError):
+        return True
+    text = str(error)
+    return isinstance(error, RuntimeError) and any(s in text for s in ("gloo", "NCCL", "Connection closed by peer"))
+
+
+def _first_line(error: BaseException) -> str:
+    """The error's first line without gloo's "[source.cc:123] " prefix, at most 160 characters."""
+    line = (str(error).strip().splitlines() or [type(error).__name__])[0]
+    if line.startswith("[") and "] " in line:
+        line = line.split("] ", 1)[1]
+    return line[:160]
