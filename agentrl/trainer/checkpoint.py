@@ -4,6 +4,8 @@ Layout of run_dir/checkpoints/step_000010/:
     model/          HF format (config.json, model.safetensors, tokenizer): loadable by transformers, by
                     `agentrl train --init-from`, and by SGLang `--model-path`
     trainer.pt      optimizer and scheduler state
+    sharded/        trainer.strategy=fsdp only: every rank's DCP shards of model and optimizer state (the optimizer
+                    is then not in trainer.pt; agentrl.trainer.strategy)
     rng.pt          python, torch (and numpy if present) RNG states
     state.json      step, data cursor, policy version, anything the loop needs to resume exactly
     complete.json   written last: file sizes; a directory without a matching record is ignored
