@@ -369,9 +369,6 @@ def _strategy_problems(cfg: Config) -> list[str]:
     if t.ranks > 1 and (t.strategy != "fsdp" or cfg.cluster.backend != "ray"):
         problems.append(f"trainer.ranks={t.ranks} is the number of ranks Ray starts for trainer.strategy=fsdp with "
                         "cluster.backend=ray (under torchrun, --nproc-per-node sets it; leave trainer.ranks unset)")
-    if t.strategy == "fsdp" and cfg.sft.episodes:
-        problems.append(f"sft.episodes={cfg.sft.episodes}: the warm start trains in one process, not with "
-                        "trainer.strategy=fsdp (run `agentrl sft` first, then train with --init-from its checkpoint)")
     return problems
 
 

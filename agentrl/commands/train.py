@@ -90,9 +90,10 @@ def run(args: argparse.Namespace) -> int:
     from agentrl.cli import interrupted_how, interrupted_status
     from agentrl.preflight import preflight
     from agentrl.trainer.loop import resolve_run_dir, train
-    from agentrl.trainer.strategy import build_strategy, rank_failure
+    from agentrl.trainer.strategy import build_strategy, check_warm_start, rank_failure
 
     check_init_from(args.init_from)
+    check_warm_start(cfg, resume=args.resume, init_from=args.init_from)  # before any rank joins a group
     # trainer.strategy=fsdp: join the ranks torchrun (or Ray) started; rank 0 leads the run and speaks for it
     strategy = build_strategy(cfg)
     run_dir = resolve_run_dir(cfg, args.resume)

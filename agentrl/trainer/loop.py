@@ -54,7 +54,7 @@ from agentrl.trainer.heldout import evaluate
 from agentrl.trainer.memory import build_optimizer, fix_mmap_threshold
 from agentrl.trainer.monitor import Monitor, skip_reason
 from agentrl.trainer.pipeline import RolloutPipeline, admission_bound
-from agentrl.trainer.strategy import Policy, Single, build_strategy, follow
+from agentrl.trainer.strategy import Policy, Single, build_strategy, check_warm_start, follow
 from agentrl.trainer.update import update_config_from
 
 
@@ -183,6 +183,7 @@ def train(cfg: Config, *, resume: str | None = None, init_from: str | None = Non
     """Run GRPO training per cfg; returns where the checkpoint, metrics and plot are (None on a rank other than 0
     of a sharded run). `strategy` is build_strategy(cfg)'s (built, and closed after, here when not given)."""
     reaper.install_sigterm_hook()  # sandboxes are made in worker threads: a SIGTERM must still remove them
+    check_warm_start(cfg, resume=resume, init_from=init_from)
     own = strategy is None
     strategy = build_strategy(cfg) if own else strategy
     try:

@@ -242,6 +242,17 @@ def _for_training(batch: StepBatch) -> StepBatch:
                      turn_advantages=batch.turn_advantages)
 
 
+def check_warm_start(cfg, *, resume, init_from) -> None:
+    """Refuse a sharded run that would start with the expert warm start (a fresh run with sft.episodes, without
+    --init-from): the warm start trains in one process."""
+    if cfg.trainer.strategy == "fsdp" and cfg.sft.episodes and not resume and not init_from:
+        from agentrl.errors import ConfigError
+
+        raise ConfigError(f"sft.episodes={cfg.sft.episodes}: the expert warm start trains in one process, not with "
+                          f"trainer.strategy=fsdp; run `agentrl sft --env {cfg.env.name}` first and start from its "
+                          "checkpoint with --init-from, or set sft.episodes=0")
+
+
 ENTRY = "agentrl.trainer.loop:train"
 """What a rank actor of a Ray launch calls with the run config: it joins the group and follows rank 0."""
 

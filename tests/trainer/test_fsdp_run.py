@@ -43,6 +43,14 @@ class ParityEnv(agentrl.AgentEnv):
         return [], float(len(action) % 2 == 0), True, False, {}
 
 
+class SlowParityEnv(ParityEnv):
+    """ParityEnv whose episodes take 12 s: longer than the collective timeout of the test that uses it."""
+
+    def step(self, action):
+        time.sleep(12)
+        return super().step(action)
+
+
 def _env() -> dict[str, str]:
     return {**os.environ, "GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
 
@@ -156,6 +164,35 @@ def test_resume_at_another_world_size_reshards(full_run, tmp_path):
     for k in want:
         torch.testing.assert_close(got[k], want[k], rtol=0, atol=1e-5, msg=k)
     assert json.loads((run / "checkpoints" / "step_000002" / "state.json").read_text())["world_size"] == 1
+
+
+@pytest.mark.slow
+def test_rollouts_longer_than_the_collective_timeout_do_not_stop_the_run(tmp_path):
+    """Guards the other ranks timing out while rank 0 collects a slow step's rollouts: rank 0 says it is alive every
+    collective_timeout_s / 4, so 12 s episodes pass under an 8 s timeout."""
+    run = tmp_path / "run"
+    r = _run(torchrun("train", "--env", "tests.trainer.test_fsdp_run:SlowParityEnv", *TINY, "trainer.steps=1",
+                      "rollout.dynamic_sampling=false", "trainer.collective_timeout_s=8", f"trainer.run_dir={run}"))
+    assert r.returncode == 0, r.stderr[-4000:]
+    assert is_complete(run / "checkpoints" / "step_000001")
+
+
+def test_sharded_config_refusals_are_one_line(tmp_path, capsys):
+    """trainer.ranks without a Ray launch is refused naming both keys; a fresh sharded run that would start with
+    the expert warm start (the calc preset's sft.episodes) says to run `agentrl sft` first and --init-from it."""
+    from agentrl.cli import main
+
+    assert main(["train", "--env", "calc", "trainer.ranks=2", "--print-config"]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "trainer.ranks=2 is the number of ranks Ray starts for trainer.strategy=fsdp with cluster.backend=ray" in err
+    assert main(["train", "--env", "calc", "trainer.strategy=fsdp", "trainer.ranks=2", "cluster.backend=ray",
+                 "--print-config"]) == 0
+    capsys.readouterr()
+    assert main(["train", "--env", "calc", "trainer.strategy=fsdp", f"trainer.run_dir={tmp_path / 'run'}"]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert ("sft.episodes=16: the expert warm start trains in one process, not with trainer.strategy=fsdp; run "
+            "`agentrl sft --env calc` first and start from its checkpoint with --init-from" in err)
+    assert not (tmp_path / "run").exists()
 
 
 def _ranks(agent: int, deadline: float) -> dict[int, int]:

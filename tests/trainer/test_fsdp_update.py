@@ -38,6 +38,9 @@ VARIANTS: dict[str, dict] = {
                            "trainer.micro_batch_tokens=128"]},
     # turn-level credit: one advantage per turn, broadcast over that turn's action tokens
     "turn-credit": {"overrides": ["algo.credit=turn"], "turns": True},
+    # 8 mini-batches of one trajectory: in every optimizer step one rank has nothing (idle passes only); unclipped,
+    # so fp32 rounding of the clip factor 1/‖g‖ (below) does not compound over 8 steps of lr 1
+    "empty-shares": {"overrides": ["trainer.mini_batches=8", "trainer.grad_clip=1e9"]},
     # stale tokens (sampled by version 0, trained at version 1) and the Geo-RS + veto trust regions
     "stale-geo": {"overrides": ["algo.trust_region=[geo,veto]", "algo.geo_band=[0.5,2.0]"], "version": 1},
 }
@@ -170,7 +173,10 @@ def test_two_ranks_make_the_single_process_update(sharded_results, name):
     sharded_metrics, sharded_weights = sharded_results[name]
     for key in KEYS:
         if key in single_metrics:
-            assert sharded_metrics[key] == pytest.approx(single_metrics[key], rel=1e-5, abs=1e-5), key
+            # a gradient norm over 3.2M fp32 values is itself only good to ~1e-5: on ppo-token-mean one process's
+            # clip_grad_norm_ is 1.6e-5 and the sharded one 0.8e-5 off the fp64 norm of the very same update
+            rel = 1e-4 if key == "actor/grad_norm" else 1e-5
+            assert sharded_metrics[key] == pytest.approx(single_metrics[key], rel=rel, abs=1e-5), key
     if "actor/ref_kl" in single_metrics:
         assert sharded_metrics["actor/ref_kl"] == pytest.approx(single_metrics["actor/ref_kl"], rel=1e-5, abs=1e-6)
     initial = load_model("tiny").state_dict()
@@ -181,12 +187,34 @@ def test_two_ranks_make_the_single_process_update(sharded_results, name):
         torch.testing.assert_close(sharded_weights[key], want, rtol=0, atol=1e-5, msg=key)
 
 
+def test_shares_are_contiguous_token_balanced_and_may_be_empty():
+    """Every rank's share of a trajectory range is a contiguous run of whole trajectories; together they tile the
+    range in rank order; with fewer trajectories than ranks some shares are empty."""
+    from agentrl.trainer.batch import build_minibatch
+    from agentrl.trainer.distributed import DataParallel
+
+    batch = synthetic_batch(False)
+    mb = build_minibatch(batch.trajectories, batch.advantages)
+    for lo, hi, size in ((0, 8, 2), (0, 8, 3), (2, 5, 2), (3, 4, 2), (0, 8, 8)):
+        shares = [DataParallel(rank=r, size=size).share(mb, lo, hi) for r in range(size)]
+        assert [s.traj for s in shares] == [(a, b) for a, b in zip([lo] + [s.traj[1] for s in shares[:-1]],
+                                                                     [s.traj[1] for s in shares], strict=True)]
+        assert shares[0].traj[0] == lo and shares[-1].traj[1] == hi
+        assert sum(s.batch.num_tokens for s in shares) == shares[0].total_tokens
+        assert all(s.counts == shares[0].counts for s in shares)
+    two = [DataParallel(rank=r, size=2).share(mb, 0, 8) for r in range(2)]
+    assert abs(two[0].total_tokens / 2 - two[0].batch.num_tokens) < 120  # balanced to within about a trajectory
+    one = [DataParallel(rank=r, size=2).share(mb, 3, 4).batch.num_tokens for r in range(2)]
+    assert sorted(one) == [0, 55]  # one trajectory: one rank has it, the other an empty share
+
+
 def test_variants_exercise_what_they_claim(sharded_results):
     """The batch and settings reach the paths the variants are there for (so a pass is not a vacuous one)."""
     m = {name: sharded_results[name][0] for name in VARIANTS}
     assert m["ppo-token-mean"]["trainer/pi_old_recomputed"] == 1.0  # trajectories span micro-batches
     assert m["ppo-token-mean"]["trainer/micro_batches"] >= 4
     assert m["gspo"]["trainer/optimizer_steps"] == 4
+    assert m["empty-shares"]["trainer/optimizer_steps"] == 8
     assert m["ppo-token-mean"]["mismatch/tis_clipfrac"] > 0  # the token correction clips some tokens
     assert m["stale-geo"]["mismatch/rs_masked_frac_traj"] > 0  # a trajectory rejected by Geo-RS
     assert m["dr-grpo"]["actor/ref_kl"] > 0  # the KL term against a different π_ref has a gradient
