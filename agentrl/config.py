@@ -235,6 +235,17 @@ class TrainerConfig(_Section):
     the last `masked_window` steps were masked (env, sandbox or engine failures); 1 never aborts."""
     masked_window: int = Field(3, ge=1)
     """Steps over which max_masked_frac is judged (a shorter run is judged at its last step)."""
+    strategy: Literal["single", "fsdp"] = "single"
+    """How the policy trains: single = one process on model.device; fsdp = sharded data parallel (PyTorch FSDP2):
+    parameters, gradients and optimizer state split over the ranks that `torchrun --nproc-per-node N -m agentrl
+    train ...` starts (or Ray starts: trainer.ranks), each rank training on its share of the batch; NCCL on CUDA,
+    gloo on CPU (docs/distributed.md)."""
+    ranks: int = Field(1, ge=1)
+    """trainer.strategy=fsdp with cluster.backend=ray: training ranks Ray starts (this process is rank 0, each other
+    rank a Ray actor). Under torchrun the launcher decides (--nnodes × --nproc-per-node) and this stays 1."""
+    collective_timeout_s: float = Field(600.0, gt=0)
+    """trainer.strategy=fsdp: how long a rank waits in a collective before the run stops with an error, so a rank
+    that hangs ends the run within this time (rank 0 tells the others it is alive while it collects rollouts)."""
 
 
 class SFTConfig(_Section):
@@ -302,6 +313,7 @@ class Config(_Section):
         if t.eval_every and not t.eval_episodes:
             problems.append(f"trainer.eval_every={t.eval_every} evaluates nothing with trainer.eval_episodes=0 "
                             "(set trainer.eval_episodes)")
+        problems += _strategy_problems(self)
         if problems:
             raise ValueError("; ".join(problems))
         return self
@@ -348,6 +360,15 @@ def _algo_problems(cfg: Config) -> list[str]:
                 f"algo.loss={cfg.algo.loss} needs algo.reduction={need}, got algo.reduction={cfg.algo.reduction} "
                 "(set it to that or leave algo.reduction unset)"
             )
+    return problems
+
+
+def _strategy_problems(cfg: Config) -> list[str]:
+    """trainer.strategy against the keys a sharded run cannot honour."""
+    t, problems = cfg.trainer, []
+    if t.ranks > 1 and (t.strategy != "fsdp" or cfg.cluster.backend != "ray"):
+        problems.append(f"trainer.ranks={t.ranks} is the number of ranks Ray starts for trainer.strategy=fsdp with "
+                        "cluster.backend=ray (under torchrun, --nproc-per-node sets it; leave trainer.ranks unset)")
     return problems
 
 

@@ -259,11 +259,31 @@ def _parse_dtype(dtype: Any):
     return value
 
 
+def check_device(device: str) -> None:
+    """Raise ModelLoadError (one line) if `device` is not a torch device this machine has: a CUDA device on a
+    machine or torch build without CUDA, or an index past the GPUs visible."""
+    import torch
+
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError):
+        raise ModelLoadError(f"unknown device {device!r}; use cpu, cuda or cuda:N") from None
+    if dev.type != "cuda":
+        return
+    if not torch.cuda.is_available():
+        why = "torch was built without CUDA" if torch.version.cuda is None else "no CUDA GPU is visible"
+        raise ModelLoadError(f"device {device!r}: {why} (torch {torch.__version__}); use cpu here")
+    if dev.index is not None and dev.index >= torch.cuda.device_count():
+        raise ModelLoadError(f"device {device!r}: only {torch.cuda.device_count()} CUDA device(s) are visible")
+
+
 def load_model(name_or_path: str | os.PathLike = DEFAULT_MODEL, dtype: Any = "float32", device: str = "cpu"):
-    """Load a causal LM for training or generation, in eval mode, on `device` with `dtype`."""
+    """Load a causal LM for training or generation, in eval mode, on `device` with `dtype` (a device this machine
+    does not have is refused before anything loads)."""
     import torch
     from transformers import AutoModelForCausalLM, LlamaForCausalLM
 
+    check_device(device)
     torch_dtype = _parse_dtype(dtype)
     kind, target = resolve(name_or_path)
     if kind == TINY:

@@ -54,7 +54,7 @@ def step(model, mb, budget: int, share: bool) -> tuple[float, torch.Tensor, int]
     t0 = time.perf_counter()
     for m in micros:
         lp, _ = policy_logprobs(model, m, mb.targets[m.start : m.end], temperature=1.0, chunk=1024, entropy=True,
-                                mask=mb.loss_mask[m.start : m.end], share_prefix=share)
+                                actions_only=True, share_prefix=share)
         loss = (lp * mb.advantages[m.start : m.end] * mb.loss_mask[m.start : m.end]).sum() / mb.loss_mask.sum()
         loss.backward()
         lps.append(lp.detach())

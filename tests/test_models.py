@@ -199,3 +199,31 @@ def test_offline_hub_id_is_tried_once_not_retried_with_backoff():
     assert out.startswith("ERR"), out
     assert "some-org/some-model" in out and "smollm2-135m-instruct" in out
     assert len(hits) == 1, f"the hub was contacted {len(hits)} times"
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal on a machine without CUDA")
+def test_a_device_this_machine_lacks_is_refused_in_one_line():
+    """model.device=cuda on a CPU-only machine: a ModelLoadError naming the device and why, before any loading
+    (torch's own error is an AssertionError traceback from deep inside .to())."""
+    with pytest.raises(ModelLoadError, match=r"^device 'cuda': torch was built without CUDA|^device 'cuda': no CUDA"):
+        models.load_model("tiny", device="cuda")
+    with pytest.raises(ModelLoadError, match="unknown device 'gpu'"):
+        models.load_model("tiny", device="gpu")
+    models.check_device("cpu")
+
+
+def test_the_engine_builder_puts_the_engine_on_model_device():
+    """engine.build.build_engine is the one place engines are made (train, eval, gateway, serve): model.device
+    reaches the engine, checked with the `meta` device every torch build has."""
+    import asyncio
+
+    from agentrl.config import Config, ModelConfig, RolloutConfig
+    from agentrl.engine.build import build_engine
+
+    cfg = Config(model=ModelConfig(name="tiny", device="meta"), rollout=RolloutConfig(engine_dtype="float32"))
+    engine = build_engine(cfg)
+    try:
+        assert engine.device.type == "meta"
+        assert {p.device.type for p in engine.model.parameters()} == {"meta"}
+    finally:
+        asyncio.run(engine.close())

@@ -62,7 +62,7 @@ def _batch(tokenizer, n=3):
 def _logprobs_and_grads(model, mb, compute_dtype):
     model.zero_grad(set_to_none=True)
     (micro,) = microbatches(mb, 4096, share_prefix=False)
-    lp, _ = policy_logprobs(model, micro, mb.targets, temperature=1.0, chunk=64, mask=mb.loss_mask,
+    lp, _ = policy_logprobs(model, micro, mb.targets, temperature=1.0, chunk=64, actions_only=True,
                             share_prefix=False, compute_dtype=compute_dtype)
     (lp * mb.loss_mask).sum().backward()
     grads = torch.cat([p.grad.flatten() for p in model.parameters() if p.grad is not None])

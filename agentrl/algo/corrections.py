@@ -66,8 +66,9 @@ class Correction:
     """(N,) bool: not rejected by token MIS (True off the mask)."""
     traj_keep: Tensor
     """(num_traj,) bool: not rejected by any trajectory-level mode."""
-    metrics: dict[str, float]
-    """mismatch/tis_clipfrac, mismatch/rs_masked_frac (tokens), mismatch/rs_masked_frac_traj, per mode."""
+    metrics: dict[str, Tensor]
+    """mismatch/tis_clipfrac, mismatch/rs_masked_frac (tokens), mismatch/rs_masked_frac_traj, per mode: 0-d
+    tensors on the inputs' device (agentrl.algo.metrics.to_host makes floats of them in one transfer)."""
 
 
 def _in_band(log_x: Tensor, band: tuple[float, float]) -> Tensor:
@@ -162,20 +163,18 @@ def correction_weights(
     keep_tok = tok_keep & traj_keep[idx]  # (N,)
     weights = masked(torch.where(keep_tok, tok_w, torch.zeros_like(tok_w)), m)
 
-    n_tok = max(float(m.sum()), 1.0)
+    n_tok = m.sum().double().clamp(min=1)  # counts stay on the device: metrics leave it once per step
     has = traj_count(m, idx, num_traj) > 0
-    n_traj = max(float(has.sum()), 1.0)
+    n_traj = has.sum().double().clamp(min=1)
     raw_w = torch.exp(log_w)
     changed = (tok_w != raw_w) & m if cfg.token != "none" else torch.zeros_like(m)  # w̃ ≠ w
+    per_traj = traj_sum(changed.double(), idx, num_traj) / traj_count(m, idx, num_traj).clamp(min=1)
     metrics = {
-        "mismatch/tis_clipfrac": float(changed.sum()) / n_tok,
-        "mismatch/tis_clipfrac_seq": float(
-            (traj_sum(changed.double(), idx, num_traj) / traj_count(m, idx, num_traj).clamp(min=1))[has].sum()
-        )
-        / n_traj,
-        "mismatch/rs_masked_frac": float((~keep_tok & m).sum()) / n_tok,
-        "mismatch/rs_masked_frac_traj": float((~traj_keep & has).sum()) / n_traj,
+        "mismatch/tis_clipfrac": changed.sum() / n_tok,
+        "mismatch/tis_clipfrac_seq": masked(per_traj, has).sum() / n_traj,
+        "mismatch/rs_masked_frac": (~keep_tok & m).sum() / n_tok,
+        "mismatch/rs_masked_frac_traj": (~traj_keep & has).sum() / n_traj,
     }
     for mode, keep in decisions.items():
-        metrics[f"mismatch/rs_masked_frac_traj_{mode}"] = float((~keep & has).sum()) / n_traj
+        metrics[f"mismatch/rs_masked_frac_traj_{mode}"] = (~keep & has).sum() / n_traj
     return Correction(weights=weights, token_keep=tok_keep, traj_keep=traj_keep, metrics=metrics)

@@ -31,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="require this key (instead of --api-key) on control endpoints: pause, continue, "
                              "weight updates, abort, flush (SGLang's flag)")
     g = parser.add_argument_group("embedded backend")
-    g.add_argument("--dtype", default="float32", help="float32 | bfloat16 | float16")
+    g.add_argument("--dtype", default="float32", help="float32 | bfloat16")
     g.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1, ...")
     g.add_argument("--seed", type=int, default=None, help="engine RNG seed for requests without sampling_seed")
     g.add_argument("--max-batch-size", type=int, default=64, help="most requests decoded together")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import shutil
 import sys
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 RESULTS = ("checkpoints", "metrics.jsonl", "sft_metrics.jsonl", "trajectories.jsonl", "samples")
@@ -126,21 +126,44 @@ def run(args: argparse.Namespace) -> int:
     from agentrl.cli import interrupted_how, interrupted_status
     from agentrl.preflight import preflight
     from agentrl.trainer.loop import train
+    from agentrl.trainer.strategy import build_strategy, check_warm_start, rank_failure
 
     check_init_from(args.init_from)
+    check_warm_start(cfg, resume=args.resume, init_from=args.init_from)  # before any rank joins a group
+    # trainer.strategy=fsdp: join the ranks torchrun (or Ray) started; rank 0 leads the run and speaks for it
+    strategy = build_strategy(cfg)
     run_dir = pin_run_dir(cfg, args.resume)
+    # only the leading rank writes the run folder, so only it may remove an empty one
+    keep_clean = no_empty_run_folder(run_dir) if strategy.is_main else nullcontext()
     try:
-        preflight(cfg)
-        with no_empty_run_folder(run_dir):
-            result = train(cfg, resume=args.resume, init_from=args.init_from)
+        if strategy.is_main:
+            preflight(cfg)
+        with keep_clean:
+            result = train(cfg, resume=args.resume, init_from=args.init_from, strategy=strategy)
     except KeyboardInterrupt:
+        if not strategy.is_main:  # the launcher stopping the group: rank 0 says how to continue
+            return interrupted_status()
+        sharded = strategy.world is not None and strategy.world.size > 1
+        run_dir = strategy.run_dir or run_dir
         if (run_dir / "checkpoints").is_dir():
-            hint = f"continue from its last checkpoint with: agentrl train --resume {run_dir}"
+            how = f"the same launch with --resume {run_dir}" if sharded else f"agentrl train --resume {run_dir}"
+            hint = f"continue from its last checkpoint with: {how}"
         else:
             hint = "no checkpoint was written yet, so there is nothing to resume"
             hint += "" if run_dir.exists() else " (the run's empty folder was removed)"
+        if sharded:
+            hint += " (torchrun stops every rank when one fails; its report names that rank)"
         print(f"agentrl train: {interrupted_how()}; run {run_dir}: {hint}", file=sys.stderr)
         return interrupted_status()
+    except Exception as e:
+        if (line := rank_failure(e, strategy, run_dir)) is None:
+            raise
+        print(f"agentrl train: error: {line}", file=sys.stderr)
+        return 1
+    finally:
+        strategy.close()
+    if result is None:  # a rank other than 0 of a sharded run: done when rank 0 said so
+        return 0
     if result.nothing_trained() is not None:
         print(f"agentrl train: {nothing_trained(cfg, result, args)}", file=sys.stderr)
         return 1

@@ -329,12 +329,20 @@ def spawn_server(model: str = "tiny", *, host: str = "127.0.0.1", port: int = 0,
 async def serve_forever(model: str, host: str, port: int, *, dtype: str = "float32", device: str = "cpu",
                         seed: int | None = None, max_batch_size: int = 64, api_key: str | None = None,
                         admin_api_key: str | None = None) -> None:
-    """Load model into an embedded engine and serve it until SIGINT/SIGTERM; prints the URL when ready."""
-    from agentrl.engine.embedded import EmbeddedEngine
+    """Load model into an embedded engine on `device` (built by engine.build.build_engine, as training builds its
+    own) and serve it until SIGINT/SIGTERM; prints the URL when ready. Without `seed`, requests that carry no
+    sampling_seed draw fresh seeds on every start (SGLang's behaviour)."""
+    import random
 
-    engine = await asyncio.to_thread(
-        EmbeddedEngine, model, dtype=dtype, device=device, seed=seed, max_batch_size=max_batch_size
-    )
+    from agentrl.config import Config, ModelConfig, RolloutConfig
+    from agentrl.engine.build import build_engine
+    from agentrl.errors import ConfigError
+
+    if dtype not in ("float32", "bfloat16"):
+        raise ConfigError(f"--dtype {dtype}: the embedded engine runs float32 or bfloat16")
+    cfg = Config(model=ModelConfig(name=model, device=device),
+                 rollout=RolloutConfig(engine_dtype=dtype, max_batch_size=max_batch_size))
+    engine = await asyncio.to_thread(build_engine, cfg, seed=random.getrandbits(63) if seed is None else seed)
     try:
         runner, url = await start_server(engine, host, port, model_path=model, api_key=api_key,
                                          admin_api_key=admin_api_key)

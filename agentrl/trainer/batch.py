@@ -10,11 +10,18 @@ A micro-batch's forward takes one right-padded row per segment and no attention 
 segments and takes the fused causal kernel (SDPA is_causal) at O(Σ L²) cost; the budget counts padded positions
 (rows × longest row). One packed row with a block-diagonal mask would save the padding but cost O(T²) in the
 whole micro-batch's length T.
+
+Devices. Packing and planning run on the host (token lists in, CPU tensors out); `MiniBatch.to(device)` is the one
+boundary that moves a batch to the model's device. A moved batch keeps its host copy (`MiniBatch.host`), so cutting
+micro-batches, slicing PPO mini-batches and the on-policy test read host memory and never wait for the device;
+every MicroBatch is built on the host and moved as a whole. Everything the update computes from a moved batch
+lives on its device (tests/trainer/test_device_clean.py runs the update on a stand-in device that refuses a host
+tensor meeting a device tensor).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields, replace
 
 import torch
 from torch import Tensor
@@ -36,10 +43,29 @@ class MiniBatch:
     advantages: Tensor  # (N,) the trajectory's advantage broadcast to its tokens
     segment_bounds: list[tuple[int, int]]  # [start, end) of every segment in flat positions
     num_trajectories: int
+    _host: MiniBatch | None = field(default=None, repr=False)  # the host copy of a moved batch (None: this is it)
 
     @property
     def num_tokens(self) -> int:
         return int(self.input_ids.numel())
+
+    @property
+    def device(self) -> torch.device:
+        """Where the per-token tensors live."""
+        return self.input_ids.device
+
+    @property
+    def host(self) -> MiniBatch:
+        """This batch on the host (itself when it is there): what planning and host-side decisions read."""
+        return self if self._host is None else self._host
+
+    def to(self, device: torch.device | str) -> MiniBatch:
+        """This batch with its per-token tensors on `device` (itself if they are there), keeping the host copy."""
+        device = torch.device(device)
+        if self.device == device:
+            return self
+        moved = {f.name: getattr(self, f.name).to(device) for f in fields(self) if _is_tensor_field(f)}
+        return replace(self, **moved, _host=self.host)
 
 
 @dataclass
@@ -51,6 +77,27 @@ class MicroBatch:
     input_ids: Tensor  # (R, L): one right-padded row per segment
     position_ids: Tensor  # (R, L) restart at 0 for every segment
     valid: Tensor  # (R, L) bool, True on real tokens; hidden[valid] is in flat order
+    real: Tensor  # (T,) indices of the real tokens in the flattened (R·L) rows, in flat order (no sync to use)
+    actions: Tensor  # (A,) positions in [0, end - start) whose target the policy sampled (loss mask 1)
+    lengths: list[int]  # host: tokens of each row
+    host_ids: Tensor  # host copy of input_ids, for planning (agentrl.trainer.prefix)
+
+    def to(self, device: torch.device | str) -> MicroBatch:
+        """This micro-batch with its tensors on `device` (host_ids stays on the host)."""
+        device = torch.device(device)
+        if self.input_ids.device == device:
+            return self
+        return replace(self, input_ids=self.input_ids.to(device), position_ids=self.position_ids.to(device),
+                       valid=self.valid.to(device), real=self.real.to(device), actions=self.actions.to(device))
+
+
+def _is_tensor_field(f) -> bool:
+    return f.type in ("Tensor", Tensor)
+
+
+def model_device(model) -> torch.device:
+    """The device of a model's parameters (the device its batches go to)."""
+    return next(model.parameters()).device
 
 
 def build_minibatch(trajectories: list[Trajectory], advantages: list[float] | list[list[float]]) -> MiniBatch:
@@ -74,14 +121,15 @@ def build_minibatch(trajectories: list[Trajectory], advantages: list[float] | li
             tix.extend([i] * n)
             adv.extend([float(a)] * n if isinstance(a, (int, float)) else _turn_spans(traj, k, n, a)[1:] + [0.0])
             bounds.append((start, start + n))
+    host = torch.device("cpu")  # packed on the host; MiniBatch.to moves it
     return MiniBatch(
-        input_ids=torch.tensor(ids, dtype=torch.long),
-        targets=torch.tensor(tgt, dtype=torch.long),
-        loss_mask=torch.tensor(mask, dtype=torch.float32),
-        behaviour_logprobs=torch.tensor(blp, dtype=torch.float32),
-        versions=torch.tensor(ver, dtype=torch.long),
-        traj_index=torch.tensor(tix, dtype=torch.long),
-        advantages=torch.tensor(adv, dtype=torch.float32),
+        input_ids=torch.tensor(ids, dtype=torch.long, device=host),
+        targets=torch.tensor(tgt, dtype=torch.long, device=host),
+        loss_mask=torch.tensor(mask, dtype=torch.float32, device=host),
+        behaviour_logprobs=torch.tensor(blp, dtype=torch.float32, device=host),
+        versions=torch.tensor(ver, dtype=torch.long, device=host),
+        traj_index=torch.tensor(tix, dtype=torch.long, device=host),
+        advantages=torch.tensor(adv, dtype=torch.float32, device=host),
         segment_bounds=bounds,
         num_trajectories=len(trajectories),
     )
@@ -125,15 +173,16 @@ def plan_rows(segment_bounds: list[tuple[int, int]], token_budget: int) -> list[
 
 
 def microbatches(mb: MiniBatch, token_budget: int, *, share_prefix: bool = False) -> list[MicroBatch]:
-    """Cut a MiniBatch into MicroBatches of right-padded rows.
+    """Cut a MiniBatch into MicroBatches of right-padded rows, planned on its host copy and put on its device.
 
     share_prefix: the rows' budget counts a prefix several rows share once, as the shared-prefix forward computes
     it (agentrl.trainer.prefix_plan.plan_shared_rows); pass it only when that forward will run."""
+    host = mb.host
     if share_prefix:
-        plans = plan_shared_rows(mb.input_ids, mb.segment_bounds, token_budget)
+        plans = plan_shared_rows(host.input_ids, host.segment_bounds, token_budget)
     else:
-        plans = plan_rows(mb.segment_bounds, token_budget)
-    return [_rows(mb, start, end) for start, end in plans]
+        plans = plan_rows(host.segment_bounds, token_budget)
+    return [_rows(host, start, end).to(mb.device) for start, end in plans]
 
 
 def _segment_lengths(mb: MiniBatch, start: int, end: int) -> list[int]:
@@ -141,13 +190,17 @@ def _segment_lengths(mb: MiniBatch, start: int, end: int) -> list[int]:
 
 
 def _rows(mb: MiniBatch, start: int, end: int) -> MicroBatch:
-    lengths = torch.tensor(_segment_lengths(mb, start, end))
-    width = int(lengths.max())
-    valid = torch.arange(width)[None, :] < lengths[:, None]  # (R, L), right padding
-    ids = torch.zeros(len(lengths), width, dtype=torch.long)
+    """The micro-batch of flat positions [start, end) of a host batch, on the host."""
+    cpu = mb.device
+    lengths = _segment_lengths(mb, start, end)
+    width = max(lengths)
+    valid = torch.arange(width, device=cpu)[None, :] < torch.tensor(lengths, device=cpu)[:, None]  # (R, L)
+    ids = torch.zeros(len(lengths), width, dtype=torch.long, device=cpu)
     ids[valid] = mb.input_ids[start:end]  # row-major fill = flat order
-    positions = torch.arange(width).expand(len(lengths), width)
-    return MicroBatch(start=start, end=end, input_ids=ids, position_ids=positions, valid=valid)
+    positions = torch.arange(width, device=cpu).expand(len(lengths), width)
+    actions = torch.nonzero(mb.loss_mask[start:end] > 0).flatten()
+    return MicroBatch(start=start, end=end, input_ids=ids, position_ids=positions, valid=valid,
+                      real=torch.nonzero(valid.flatten()).flatten(), actions=actions, lengths=lengths, host_ids=ids)
 
 
 def slice_trajectories(mb: MiniBatch, lo: int, hi: int) -> tuple[MiniBatch, int, int]:
@@ -157,9 +210,18 @@ def slice_trajectories(mb: MiniBatch, lo: int, hi: int) -> tuple[MiniBatch, int,
     of whole trajectories is a slice: per-token tensors computed over the whole batch (π_old, correction
     weights) are sliced with [start, end), never recomputed.
     """
-    start = int(torch.searchsorted(mb.traj_index, lo))
-    end = int(torch.searchsorted(mb.traj_index, hi))
-    part = MiniBatch(
+    host = mb.host
+    start = int(torch.searchsorted(host.traj_index, lo))
+    end = int(torch.searchsorted(host.traj_index, hi))
+    part = _slice(mb, start, end, lo, hi)
+    if mb._host is not None:
+        part._host = _slice(host, start, end, lo, hi)
+    return part, start, end
+
+
+def _slice(mb: MiniBatch, start: int, end: int, lo: int, hi: int) -> MiniBatch:
+    """Flat positions [start, end) of mb, which hold trajectories lo..hi-1, renumbered from 0."""
+    return MiniBatch(
         input_ids=mb.input_ids[start:end],
         targets=mb.targets[start:end],
         loss_mask=mb.loss_mask[start:end],
@@ -170,11 +232,9 @@ def slice_trajectories(mb: MiniBatch, lo: int, hi: int) -> tuple[MiniBatch, int,
         segment_bounds=[(s - start, e - start) for s, e in mb.segment_bounds if s >= start and e <= end],
         num_trajectories=hi - lo,
     )
-    return part, start, end
 
 
 def trajectory_local(mb: MiniBatch, micros: list[MicroBatch]) -> bool:
     """True if no trajectory spans two micro-batches (then trajectory-wide statistics are micro-batch-local)."""
-    return all(
-        int(mb.traj_index[m.end - 1]) != int(mb.traj_index[m.end]) for m in micros if m.end < mb.num_tokens
-    )
+    traj = mb.host.traj_index
+    return all(int(traj[m.end - 1]) != int(traj[m.end]) for m in micros if m.end < mb.num_tokens)

@@ -4,6 +4,8 @@ Layout of run_dir/checkpoints/step_000010/:
     model/          HF format (config.json, model.safetensors, tokenizer): loadable by transformers, by
                     `agentrl train --init-from`, and by SGLang `--model-path`
     trainer.pt      optimizer and scheduler state
+    sharded/        trainer.strategy=fsdp only: every rank's DCP shards of model and optimizer state (the optimizer
+                    is then not in trainer.pt; agentrl.trainer.strategy)
     rng.pt          python, torch (and numpy if present) RNG states
     state.json      step, data cursor, policy version, anything the loop needs to resume exactly
     complete.json   written last: file sizes; a directory without a matching record is ignored
@@ -19,6 +21,7 @@ import os
 import random
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -48,8 +51,10 @@ def is_complete(ckpt: Path) -> bool:
 
 
 def rng_state() -> dict[str, Any]:
-    """Every RNG the loop draws from."""
+    """Every RNG the loop draws from (the CUDA generators too, once CUDA is in use)."""
     state: dict[str, Any] = {"python": random.getstate(), "torch": torch.get_rng_state()}
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        state["cuda"] = torch.cuda.get_rng_state_all()
     try:
         import numpy as np
 
@@ -63,6 +68,8 @@ def set_rng_state(state: dict[str, Any]) -> None:
     """Restore what rng_state() captured."""
     random.setstate(state["python"])
     torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available() and torch.cuda.device_count() == len(state["cuda"]):
+        torch.cuda.set_rng_state_all(state["cuda"])  # a resume on other hardware keeps its own CUDA streams
     if "numpy" in state:
         import numpy as np
 
@@ -79,14 +86,21 @@ def save_checkpoint(
     scheduler=None,
     state: dict[str, Any] | None = None,
     keep: int = 2,
+    write_model: Callable[[Path], None] | None = None,
 ) -> Path:
-    """Write checkpoint `step` atomically under run_dir/checkpoints and prune to the `keep` newest."""
+    """Write checkpoint `step` atomically under run_dir/checkpoints and prune to the `keep` newest.
+
+    write_model(tmp) writes the model's part into the temporary directory instead of model.save_pretrained
+    (a sharded run: every rank's shards and the gathered HF export; agentrl.trainer.strategy)."""
     root = Path(run_dir) / "checkpoints"
     root.mkdir(parents=True, exist_ok=True)
     final = root / f"step_{step:06d}"
     tmp = Path(tempfile.mkdtemp(prefix=f".tmp-step_{step:06d}-", dir=root))
     try:
-        model.save_pretrained(tmp / "model", safe_serialization=True)
+        if write_model is None:
+            model.save_pretrained(tmp / "model", safe_serialization=True)
+        else:
+            write_model(tmp)
         if tokenizer is not None:
             tokenizer.save_pretrained(tmp / "model")
         torch.save(
@@ -134,17 +148,20 @@ def prune(root: Path, keep: int) -> None:
 
 
 def load_checkpoint(ckpt: str | Path, *, optimizer=None, scheduler=None, restore_rng: bool = True) -> dict[str, Any]:
-    """Restore optimizer, scheduler and RNG state from ckpt (the model is loaded from ckpt/model); returns state.json."""
+    """Restore optimizer, scheduler and RNG state from ckpt (the model is loaded from ckpt/model); returns state.json.
+
+    Tensors are read onto the host whatever device wrote them (a GPU run resumes on a CPU-only machine and the
+    other way round); the optimizer's load_state_dict moves its state to its parameters' device."""
     ckpt = Path(ckpt)
     if not is_complete(ckpt):
         raise FileNotFoundError(f"{ckpt} is not a complete agentrl checkpoint")
-    trainer = torch.load(ckpt / "trainer.pt", weights_only=False)
+    trainer = torch.load(ckpt / "trainer.pt", weights_only=False, map_location="cpu")
     if optimizer is not None and trainer["optimizer"] is not None:
         optimizer.load_state_dict(trainer["optimizer"])
     if scheduler is not None and trainer["scheduler"] is not None:
         scheduler.load_state_dict(trainer["scheduler"])
     if restore_rng:
-        set_rng_state(torch.load(ckpt / "rng.pt", weights_only=False))
+        set_rng_state(torch.load(ckpt / "rng.pt", weights_only=False, map_location="cpu"))
     return json.loads((ckpt / "state.json").read_text())
 
 

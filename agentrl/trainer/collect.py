@@ -28,6 +28,10 @@ from agentrl.rollout.collector import summarize
 from agentrl.rollout.seeds import task_seed
 from agentrl.types import Trajectory, scored
 
+HOST = torch.device("cpu")
+"""Rewards and advantages are per-trajectory scalars computed here on the host, before the update moves its batch
+to the model's device (trainer.batch.MiniBatch.to): they never meet a device tensor."""
+
 
 @dataclass
 class StepBatch:
@@ -83,9 +87,10 @@ def shaped_rewards(
     trajs: list[Trajectory], *, overlong_buffer: int, max_len: int, format_reward: float = 0.0
 ) -> torch.Tensor:
     """Rewards (n,) plus the format term and DAPO overlong shaping on action tokens when enabled."""
-    rewards = torch.tensor([t.reward + format_reward * format_share(t) for t in trajs], dtype=torch.float64)
+    rewards = torch.tensor([t.reward + format_reward * format_share(t) for t in trajs], dtype=torch.float64,
+                           device=HOST)
     if overlong_buffer > 0 and trajs:
-        lengths = torch.tensor([t.num_action_tokens for t in trajs], dtype=torch.float64)
+        lengths = torch.tensor([t.num_action_tokens for t in trajs], dtype=torch.float64, device=HOST)
         rewards = rewards + overlong_penalty(lengths, max_len=max_len, cache_len=min(overlong_buffer, max_len))
     return rewards
 
@@ -101,7 +106,7 @@ def finish_group(group: list[Trajectory], cfg, metrics: dict[str, float]) -> lis
             g, overlong_buffer=cfg.algo.overlong_buffer, max_len=cfg.rollout.max_context_tokens,
             format_reward=cfg.algo.format_reward,
         )
-        f = dynamic_sampling_filter(rewards, torch.zeros(len(g), dtype=torch.long))
+        f = dynamic_sampling_filter(rewards, torch.zeros(len(g), dtype=torch.long, device=HOST))
         for k, v in f.metrics.items():
             if k.startswith("rollout/zero_std_count_"):
                 metrics[k] = metrics.get(k, 0.0) + v
@@ -127,11 +132,11 @@ def assemble_batch(
     )
     advantages: list[float] = []
     if trajs:
-        group_index = torch.tensor([gi for gi, g in enumerate(kept_groups) for _ in g], dtype=torch.long)
+        group_index = torch.tensor([gi for gi, g in enumerate(kept_groups) for _ in g], dtype=torch.long, device=HOST)
         rewards = shaped_rewards(
             trajs, overlong_buffer=a.overlong_buffer, max_len=r.max_context_tokens, format_reward=a.format_reward
         )
-        lengths = torch.tensor([float(t.num_action_tokens) for t in trajs], dtype=torch.float64)
+        lengths = torch.tensor([float(t.num_action_tokens) for t in trajs], dtype=torch.float64, device=HOST)
         adv = compute_advantages(
             a.advantage, rewards, group_index, AdvantageConfig(eps=a.adv_eps, alpha=a.adv_alpha), action_lengths=lengths
         )

@@ -18,6 +18,9 @@ The run has three phases: `setup` (run directory, policy, optimizer, engine, epi
 `train_step` once per step (collect groups → filter → advantages → recompute π_old → loss over packed
 micro-batches → clip → optimizer step → weight sync → metrics → checkpoint) and `teardown`. Every token
 keeps its policy version, so the overlapped modes reuse all of this with stale tokens.
+
+With trainer.strategy=fsdp this loop runs on rank 0 and the other ranks follow its commands
+(agentrl.trainer.strategy): the policy is sharded, each rank trains on its share of every batch.
 """
 
 from __future__ import annotations
@@ -43,9 +46,7 @@ from agentrl.trainer.abort import MaskedEpisodeGuard
 from agentrl.trainer.checkpoint import (
     is_complete,
     latest_checkpoint,
-    load_checkpoint,
     model_dir,
-    save_checkpoint,
 )
 from agentrl.trainer.collect import StepBatch
 from agentrl.trainer.env_factory import build_env_factory
@@ -53,7 +54,8 @@ from agentrl.trainer.heldout import evaluate
 from agentrl.trainer.memory import build_optimizer, fix_mmap_threshold
 from agentrl.trainer.monitor import Monitor, skip_reason
 from agentrl.trainer.pipeline import RolloutPipeline, admission_bound
-from agentrl.trainer.update import train_on_batch, update_config_from
+from agentrl.trainer.strategy import Policy, Single, build_strategy, check_warm_start, follow
+from agentrl.trainer.update import update_config_from
 
 
 @dataclass
@@ -104,6 +106,8 @@ class Run:
     version: int  # policy version: optimizer steps taken
     checkpoint: Path | None  # the latest checkpoint written (or resumed from)
     precision: tuple[Precision, Precision] | None = None  # (trainer compute, engine) dtypes as resolved
+    strategy: Single = field(default_factory=Single)  # one process, or rank 0 of a sharded run
+    source: Any = None  # where the policy's weights were loaded from (a sharded run's engine copy loads it too)
     engine: Any = None
     backend: EpisodeBackend | None = None
     pipeline: RolloutPipeline | None = None
@@ -152,8 +156,11 @@ def precision_line(cfg: Config, *, restored: bool) -> str:
 
 
 async def push_weights(run: Run) -> None:
-    """Give the engine the trainer's weights, labelled run.version (each engine knows how: Engine.push_weights)."""
-    await run.engine.push_weights(run.model, version=run.version, staging_dir=run.run_dir / "weights_sync")
+    """Give the engine the trainer's weights, labelled run.version (each engine knows how: Engine.push_weights); a
+    sharded policy's are gathered first, cast to bf16 for SGLang servers that run it."""
+    cast = engine_precision(run.cfg).dtype if run.cfg.rollout.engine == "sglang" else None
+    weights = await run.strategy.engine_weights(run.model, cast)
+    await run.engine.push_weights(weights, version=run.version, staging_dir=run.run_dir / "weights_sync")
 
 
 def budget_line(cfg: Config) -> str:
@@ -171,24 +178,37 @@ def budget_line(cfg: Config) -> str:
     return line
 
 
-def train(cfg: Config, *, resume: str | None = None, init_from: str | None = None, console=None) -> RunResult:
-    """Run GRPO training per cfg; returns where the checkpoint, metrics and plot are."""
+def train(cfg: Config, *, resume: str | None = None, init_from: str | None = None, console=None,
+          strategy: Single | None = None) -> RunResult | None:
+    """Run GRPO training per cfg; returns where the checkpoint, metrics and plot are (None on a rank other than 0
+    of a sharded run). `strategy` is build_strategy(cfg)'s (built, and closed after, here when not given)."""
     reaper.install_sigterm_hook()  # sandboxes are made in worker threads: a SIGTERM must still remove them
-    return asyncio.run(_train(cfg, resume=resume, init_from=init_from, console=console))
+    check_warm_start(cfg, resume=resume, init_from=init_from)
+    own = strategy is None
+    strategy = build_strategy(cfg) if own else strategy
+    try:
+        if not strategy.is_main:
+            follow(strategy, load_policy, update_config_from)
+            return None
+        return asyncio.run(_train(cfg, resume=resume, init_from=init_from, console=console, strategy=strategy))
+    finally:
+        if own:
+            strategy.close()
 
 
-async def _train(cfg: Config, *, resume: str | None, init_from: str | None, console) -> RunResult:
+async def _train(cfg: Config, *, resume: str | None, init_from: str | None, console, strategy: Single) -> RunResult:
     started = time.monotonic()
-    run = setup(cfg, resume=resume, init_from=init_from, console=console)
+    run = setup(cfg, resume=resume, init_from=init_from, console=console, strategy=strategy)
     try:
         with run.monitor:
-            await start(run, init_from=init_from)
+            await strategy.while_waiting(start(run, init_from=init_from))
             for step in range(run.start_step, cfg.trainer.steps):
                 await train_step(run, step)
                 if _budget_spent(run, step, time.monotonic() - started):
                     break
             if cfg.trainer.steps == 0 or run.checkpoint is None:
                 run.checkpoint = checkpoint(run, run.start_step)
+            strategy.finish()  # the other ranks of a sharded run leave
     finally:
         await teardown(run)
     return finish(run)
@@ -196,38 +216,54 @@ async def _train(cfg: Config, *, resume: str | None, init_from: str | None, cons
 
 # ---- setup ----
 
-def setup(cfg: Config, *, resume: str | None, init_from: str | None, console) -> Run:
+def setup(cfg: Config, *, resume: str | None, init_from: str | None, console, strategy: Single | None = None) -> Run:
     """The run directory, the policy (fresh, warm-started from init_from, or resumed), its optimizer and π_ref."""
-    from transformers.utils import logging as hf_logging
+    from agentrl.models import load_tokenizer
 
-    from agentrl.models import load_model, load_tokenizer
-
-    hf_logging.disable_progress_bar()  # our own progress display covers checkpoint writes
-    if cfg.model.threads:
-        torch.set_num_threads(cfg.model.threads)
-    torch.manual_seed(cfg.rollout.seed)
+    strategy = strategy or Single()
     run_dir = resolve_run_dir(cfg, resume)
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "config.yaml").write_text(dump_config(cfg))
     ckpt = _checkpoint_to_resume(resume, run_dir)
     cfg = restore_precision(cfg, ckpt)
     source = model_dir(ckpt) if ckpt else (model_dir(init_from) if init_from else cfg.model.name)
-    model = load_model(source, dtype=cfg.model.dtype, device=cfg.model.device).train()
-    t = cfg.trainer
-    optimizer = prepare_policy(model, t)
-    warmup = max(t.warmup_steps, 1)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup))
-    ref_model = load_model(source, dtype=cfg.model.dtype, device=cfg.model.device) if cfg.algo.kl_coef else None
-    # last: a checkpoint restores the RNG state, which loading models may consume
-    state = load_checkpoint(ckpt, optimizer=optimizer, scheduler=scheduler) if ckpt else {"step": 0, "version": 0}
+    strategy.announce(cfg, run_dir, ckpt, source)  # the other ranks of a sharded run load the same policy
+    policy = load_policy(cfg, source, ckpt, strategy)
+    t, state = cfg.trainer, policy.state
     return Run(
-        cfg=cfg, run_dir=run_dir, model=model, tokenizer=load_tokenizer(source), optimizer=optimizer,
-        scheduler=scheduler, ucfg=update_config_from(cfg), ref_model=ref_model,
+        cfg=cfg, run_dir=run_dir, model=policy.model, tokenizer=load_tokenizer(source), optimizer=policy.optimizer,
+        scheduler=policy.scheduler, ucfg=update_config_from(cfg), ref_model=policy.ref_model,
         precision=(compute_precision(cfg), engine_precision(cfg)),
         monitor=Monitor(run_dir, total_steps=t.steps, tensorboard=t.tensorboard, console=console),
         guard=MaskedEpisodeGuard(t.max_masked_frac, t.masked_window, last_step=t.steps - 1),
-        start_step=state["step"], version=state.get("version", state["step"]), checkpoint=ckpt,
+        start_step=state["step"], version=state.get("version", state["step"]), checkpoint=ckpt, strategy=strategy,
+        source=source,
     )
+
+
+def load_policy(cfg: Config, source, ckpt: Path | None, strategy: Single) -> Policy:
+    """The policy from `source` on the strategy's device (sharded there), its optimizer, scheduler and π_ref, and
+    the state of `ckpt` restored into them: what every rank of a run holds."""
+    from transformers.utils import logging as hf_logging
+
+    from agentrl.models import load_model
+
+    hf_logging.disable_progress_bar()  # our own progress display covers checkpoint writes
+    if cfg.model.threads:
+        torch.set_num_threads(cfg.model.threads)
+    torch.manual_seed(cfg.rollout.seed)
+    t, device, compute = cfg.trainer, strategy.device(cfg), compute_precision(cfg).name
+    model = load_model(source, dtype=cfg.model.dtype, device=device).train()
+    optimizer = prepare_policy(model, t, shard=lambda m: strategy.shard(m, compute))
+    warmup = max(t.warmup_steps, 1)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup))
+    ref_model = None
+    if cfg.algo.kl_coef:
+        ref_model = strategy.shard(load_model(source, dtype=cfg.model.dtype, device=device), compute)
+    # last: a checkpoint restores the RNG state, which loading models may consume
+    state = strategy.load(ckpt, model=model, optimizer=optimizer, scheduler=scheduler) if ckpt else {"step": 0,
+                                                                                                      "version": 0}
+    return Policy(model=model, optimizer=optimizer, scheduler=scheduler, ref_model=ref_model, state=state)
 
 
 async def start(run: Run, *, init_from: str | None) -> None:
@@ -237,10 +273,12 @@ async def start(run: Run, *, init_from: str | None) -> None:
     cfg, monitor = run.cfg, run.monitor
     monitor.console.print(f"[bold]agentrl train[/] {cfg.env.name} → {run.run_dir}\n{budget_line(cfg)}\n"
                           f"{precision_line(cfg, restored=run.checkpoint is not None)}")
+    if (note := run.strategy.resume_note()) is not None:
+        monitor.console.print(note)
     env_factory, run.close_envs = build_env_factory(cfg)  # one warm SandboxPool for the run where envs take pool=
     if cfg.sft.episodes and not run.checkpoint and not init_from:
         await run_sft(cfg, run.model, run.tokenizer, env_factory, monitor)
-    run.engine = build_engine(cfg, run.model, run.tokenizer)
+    run.engine = build_engine(cfg, run.strategy.engine_model(cfg, run.model, run.source), run.tokenizer)
     run.backend = await build_backend(cfg, env_factory, run.engine, run.tokenizer)  # this process, or Ray workers
     if cfg.cluster.backend == "ray":
         monitor.console.print(run.backend.describe())
@@ -262,14 +300,17 @@ def _checkpoint_to_resume(resume: str | None, run_dir: Path) -> Path | None:
     return ckpt
 
 
-def prepare_policy(model, trainer_cfg) -> torch.optim.Optimizer:
+def prepare_policy(model, trainer_cfg, *, shard=None) -> torch.optim.Optimizer:
     """What training does to a loaded policy, shared by `train` and bench/trainer_step.py so the bench cannot
     drift from it: gradient checkpointing when trainer.gradient_checkpointing, and the trainer's AdamW
     (bfloat16 moments with trainer.optimizer_state=bfloat16; memory.build_optimizer), and the allocator's pinned
-    mmap threshold (trainer.mmap_threshold; memory.fix_mmap_threshold)."""
+    mmap threshold (trainer.mmap_threshold; memory.fix_mmap_threshold). `shard(model)` (a sharded run) runs
+    between the two, so AdamW's moments are built over the shards."""
     fix_mmap_threshold(trainer_cfg.mmap_threshold)
     if trainer_cfg.gradient_checkpointing:
         enable_gradient_checkpointing(model)
+    if shard is not None:
+        shard(model)
     return build_optimizer(model, trainer_cfg)
 
 
@@ -292,12 +333,13 @@ async def train_step(run: Run, step: int) -> None:
     number = step + 1
     monitor.begin_step(number, cfg.rollout.tasks_per_step * cfg.rollout.group_size)
     with monitor.phase("rollout"):  # in overlapped modes: the time the trainer waits for data
-        batch = await pipeline.next_batch(step, run.version)
+        batch = await run.strategy.while_waiting(pipeline.next_batch(step, run.version))
     metrics = dict(batch.metrics)
     if batch.trajectories:
         with monitor.phase("update"):
             metrics.update(await asyncio.to_thread(
-                train_on_batch, run.model, run.optimizer, batch, run.ucfg, version=run.version, ref_model=run.ref_model))
+                run.strategy.train, run.model, run.optimizer, batch, run.ucfg, version=run.version,
+                ref_model=run.ref_model))
         run.scheduler.step()
         run.version += 1
         with monitor.phase("sync"):
@@ -310,7 +352,7 @@ async def train_step(run: Run, step: int) -> None:
         run.skipped.append(why)
     if _eval_due(cfg, step):
         with monitor.phase("eval"):
-            metrics.update(await _evaluate(run))
+            metrics.update(await run.strategy.while_waiting(_evaluate(run)))
     monitor.log(number, metrics)
     _record(run, number, batch)
     run.guard.observe(step, batch.all_trajectories)
@@ -368,7 +410,7 @@ def _record(run: Run, step: int, batch: StepBatch) -> None:
 
 def checkpoint(run: Run, step: int) -> Path:
     """Write checkpoint `step` (model, tokenizer, optimizer, scheduler, policy version, task seed)."""
-    return save_checkpoint(
+    return run.strategy.save(
         run.run_dir, step, model=run.model, tokenizer=run.tokenizer, optimizer=run.optimizer,
         scheduler=run.scheduler, state={"version": run.version, "task_seed": run.cfg.rollout.seed,
                                         "precision": {"compute": run.precision[0].name, "engine": run.precision[1].name}},

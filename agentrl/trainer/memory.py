@@ -85,7 +85,7 @@ class LowPrecisionAdamW(torch.optim.Optimizer):
                     continue
                 st = self.state[p]
                 if not st:
-                    st["step"] = torch.tensor(0.0)
+                    st["step"] = torch.tensor(0.0, device="cpu")  # a host counter, as torch's AdamW keeps it
                     st["exp_avg"] = torch.zeros_like(p, dtype=self.state_dtype)
                     st["exp_avg_sq"] = torch.zeros_like(p, dtype=self.state_dtype)
                 for key in ("exp_avg", "exp_avg_sq"):  # load_state_dict casts states to the parameter dtype

@@ -39,7 +39,7 @@ import torch
 from agentrl.algo.metrics import staleness_histogram
 from agentrl.cluster import EpisodeBackend, LocalBackend
 from agentrl.errors import EngineError
-from agentrl.trainer.collect import SlotRollout, StepBatch, collect_slot, merge_slots, resample_rounds
+from agentrl.trainer.collect import HOST, SlotRollout, StepBatch, collect_slot, merge_slots, resample_rounds
 from agentrl.types import Trajectory
 
 
@@ -215,8 +215,8 @@ class RolloutPipeline:
         batch = merge_slots(self.cfg, [f.slot for f in chosen], metrics)
         if batch.trajectories:
             segs = [s for t in batch.trajectories for s in t.segments]
-            versions = torch.tensor([v for s in segs for v in s.versions], dtype=torch.long)
-            mask = torch.tensor([m for s in segs for m in s.loss_mask], dtype=torch.long)
+            versions = torch.tensor([v for s in segs for v in s.versions], dtype=torch.long, device=HOST)
+            mask = torch.tensor([m for s in segs for m in s.loss_mask], dtype=torch.long, device=HOST)
             batch.metrics.update(staleness_histogram(versions, mask, version))
         batch.metrics["pipeline/groups_in_flight"] = float(len(self._running))
         batch.metrics["pipeline/groups_waiting"] = float(len(self._finished) + self._queue.qsize())

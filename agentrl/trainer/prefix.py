@@ -1,4 +1,5 @@
-"""Shared-prefix training forwards: a prompt shared by several rows of a micro-batch is computed once.
+"""Training forwards of a rows-layout micro-batch: every row in full (`rows_hidden`), or a prompt shared by
+several rows computed once (`shared_prefix_hidden`).
 
 In GRPO the `group_size` trajectories of one task start with the same prompt (system prompt, tool specs, the
 task), often most of each row. In the rows layout (agentrl.trainer.batch) every row runs in full, so the forward
@@ -88,8 +89,8 @@ def shared_prefix_hidden(model, micro: MicroBatch, *, min_prefix: int = MIN_PREF
     None when nothing is shared (or sharing cannot run here), and the caller takes the plain path."""
     if not sharing_supported(model):
         return None
-    lengths = micro.valid.sum(1).tolist()
-    groups = plan_shared_prefixes(micro.input_ids, lengths, min_prefix)
+    lengths = micro.lengths
+    groups = plan_shared_prefixes(micro.host_ids, lengths, min_prefix)  # planned on the host copy
     if not groups:
         return None
     try:
@@ -106,6 +107,28 @@ def shared_prefix_hidden(model, micro: MicroBatch, *, min_prefix: int = MIN_PREF
     stats.prefix_tokens += sum(k for _, k in groups)
     stats.skipped_tokens += sum((len(rows) - 1) * k for rows, k in groups)
     return hidden
+
+
+def rows_hidden(model, micro: MicroBatch) -> Tensor:
+    """Final hidden states (T, H) of a rows-layout micro-batch in flat order, every row computed in full (the plain
+    path), without reading the device on the host."""
+    kwargs = {cache_kwarg(model): _PassThrough(config=model.config)} if _full_attention(model) else {}
+    with _cache_through_checkpointing(model):
+        hidden = model.base_model(
+            input_ids=micro.input_ids, position_ids=micro.position_ids,
+            use_cache=False,  # training forwards never reuse keys/values: building a cache only costs memory
+            **kwargs,
+        ).last_hidden_state  # (R, L, H)
+    return hidden.flatten(0, 1).index_select(0, micro.real)  # (T, H) in flat order
+
+
+class _PassThrough(DynamicCache):
+    """Stores nothing and hands each layer's keys/values back unchanged. A forward without an attention mask is
+    given one only because transformers then skips its packed-sequence check on position_ids
+    (masking_utils.find_packed_sequence_indices), which reads the device on the host once per forward."""
+
+    def update(self, key_states, value_states, layer_idx, *args, **kwargs):
+        return key_states, value_states
 
 
 class _CacheDropped(RuntimeError):
@@ -159,9 +182,12 @@ def _cache_through_checkpointing(model):
 
 def _grouped_forward(model, micro: MicroBatch, lengths: list[int], groups: list[tuple[list[int], int]], *,
                      additive: bool) -> Tensor:
-    """Lone rows, prefixes and suffixes as three forwards; their hidden states gathered into flat order (T, H)."""
+    """Lone rows, prefixes and suffixes as three forwards; their hidden states gathered into flat order (T, H).
+
+    The forwards' token rows and the gather index are built on the host (from micro.host_ids) and moved once each."""
     num_rows, width = micro.input_ids.shape
-    index = torch.full((num_rows, width), -1, dtype=torch.long)  # (R, L) row of the pool holding that hidden
+    cpu = micro.host_ids.device
+    index = torch.full((num_rows, width), -1, dtype=torch.long, device=cpu)  # (R, L) pool row of that hidden
     grouped = {r for rows, _ in groups for r in rows}
     parts: list[Tensor] = []
     lone = [r for r in range(num_rows) if r not in grouped]
@@ -178,7 +204,8 @@ def _grouped_forward(model, micro: MicroBatch, lengths: list[int], groups: list[
     # (T, H) in flat order; the backward sums shared rows' gradients. index_select, not pool[...]: its backward
     # (index_add_) adds duplicates in a fixed order, while advanced indexing's (index_put_ with accumulate, sorted
     # in parallel) may not, and two identical updates would then differ in the last bit
-    return pool.index_select(0, index[micro.valid].to(micro.input_ids.device))
+    valid = torch.arange(width, device=cpu)[None, :] < torch.tensor(lengths, device=cpu)[:, None]  # host micro.valid
+    return pool.index_select(0, index[valid].to(pool.device))
 
 
 def _lone_forward(model, micro: MicroBatch, lengths: list[int], lone: list[int], index: Tensor) -> Tensor:
@@ -186,10 +213,11 @@ def _lone_forward(model, micro: MicroBatch, lengths: list[int], lone: list[int],
     ids, dev = micro.input_ids, micro.input_ids.device
     w = max(lengths[r] for r in lone)
     rows = torch.tensor(lone, device=dev)
-    h = model.base_model(input_ids=ids[rows, :w], position_ids=micro.position_ids[rows, :w], use_cache=False,
-                         ).last_hidden_state  # (nl, w, H)
+    with _cache_through_checkpointing(model):
+        h = model.base_model(input_ids=ids[rows, :w], position_ids=micro.position_ids[rows, :w], use_cache=False,
+                             **{cache_kwarg(model): _PassThrough(config=model.config)}).last_hidden_state  # (nl, w, H)
     for i, r in enumerate(lone):
-        index[r, : lengths[r]] = i * w + torch.arange(lengths[r])
+        index[r, : lengths[r]] = i * w + torch.arange(lengths[r], device=index.device)
     return h.reshape(-1, h.shape[-1])
 
 
@@ -197,12 +225,13 @@ def _prefix_forward(model, micro: MicroBatch, groups: list[tuple[list[int], int]
                     offset: int) -> tuple[Tensor, _Capture]:
     """Each group's shared prefix once (padded to k_max), capturing its keys and values per layer; fills the
     prefix positions of every member row in `index` (pool rows from `offset`)."""
-    ids, dev = micro.input_ids, micro.input_ids.device
-    prefix_ids = torch.zeros(len(groups), k_max, dtype=torch.long, device=dev)
+    ids, dev = micro.host_ids, micro.input_ids.device
+    prefix_ids = torch.zeros(len(groups), k_max, dtype=torch.long, device=ids.device)  # built on the host
     for g, (rows, k) in enumerate(groups):
         prefix_ids[g, :k] = ids[rows[0], :k]
         for r in rows:
-            index[r, :k] = offset + g * k_max + torch.arange(k)
+            index[r, :k] = offset + g * k_max + torch.arange(k, device=index.device)
+    prefix_ids = prefix_ids.to(dev)
     capture = _Capture(config=model.config)
     capture.kv, capture.frozen = {}, False
     with _cache_through_checkpointing(model):
@@ -219,14 +248,15 @@ def _suffix_forward(model, micro: MicroBatch, lengths: list[int], suffix: list[t
                     dtype: torch.dtype) -> Tensor:
     """Every grouped row's tokens after its prefix (suffix: (group, row, prefix length)), attending to its group's
     captured prefix keys and values (k_max wide); fills those positions of `index` (pool rows from `offset`)."""
-    ids, dev = micro.input_ids, micro.input_ids.device
+    ids, dev = micro.host_ids, micro.input_ids.device
     s_max = max(lengths[r] - k for _, r, k in suffix)
-    suffix_ids = torch.zeros(len(suffix), s_max, dtype=torch.long, device=dev)
+    suffix_ids = torch.zeros(len(suffix), s_max, dtype=torch.long, device=ids.device)  # built on the host
     starts = torch.tensor([k for _, _, k in suffix], device=dev)  # (S,) each row's prefix length
     for i, (_, r, k) in enumerate(suffix):
         n = lengths[r] - k
         suffix_ids[i, :n] = ids[r, k : lengths[r]]
-        index[r, k : lengths[r]] = offset + i * s_max + torch.arange(n)
+        index[r, k : lengths[r]] = offset + i * s_max + torch.arange(n, device=index.device)
+    suffix_ids = suffix_ids.to(dev)
     q = torch.arange(s_max, device=dev)
     see_prefix = torch.arange(k_max, device=dev)[None, :] < starts[:, None]  # (S, Kmax)
     causal = (q[None, :] <= q[:, None]).expand(len(suffix), s_max, s_max)  # (S, s, s)

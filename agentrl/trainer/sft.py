@@ -14,9 +14,10 @@ import random
 import torch
 
 from agentrl import precision
+from agentrl.algo.metrics import to_host
 from agentrl.rollout.agent_loop import LoopConfig
 from agentrl.rollout.seeds import warm_start_seed
-from agentrl.trainer.batch import build_minibatch, microbatches
+from agentrl.trainer.batch import build_minibatch, microbatches, model_device
 from agentrl.trainer.collect import run_groups, trainable
 from agentrl.trainer.memory import release_memory
 from agentrl.trainer.prefix import sharing_supported
@@ -59,22 +60,22 @@ def sft_step(model, optimizer, trajectories, *, micro_batch_tokens: int, chunk: 
     """One optimizer step of token-mean negative log-likelihood on the action tokens of `trajectories`
     (share_prefix: prompts several rows start with are computed once, agentrl.trainer.prefix; compute_dtype: the
     body's autocast dtype, as in the policy update)."""
-    mb = build_minibatch(trajectories, [0.0] * len(trajectories))
-    n_tokens = float(mb.loss_mask.sum())
+    mb = build_minibatch(trajectories, [0.0] * len(trajectories)).to(model_device(model))  # the one move
+    n_tokens = float(mb.host.loss_mask.sum())
     optimizer.zero_grad(set_to_none=True)
-    total = 0.0
+    total = torch.zeros((), device=mb.device)
     for micro in microbatches(mb, micro_batch_tokens, share_prefix=share_prefix and sharing_supported(model)):
         s, e = micro.start, micro.end
-        lp, _ = policy_logprobs(model, micro, mb.targets[s:e], temperature=1.0, chunk=chunk, mask=mb.loss_mask[s:e],
+        lp, _ = policy_logprobs(model, micro, mb.targets[s:e], temperature=1.0, chunk=chunk, actions_only=True,
                                 share_prefix=share_prefix, compute_dtype=compute_dtype)
         loss = -(lp * mb.loss_mask[s:e]).sum() / max(n_tokens, 1.0)
         loss.backward()
-        total += float(loss.detach())
-    grad_norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip))
+        total = total + loss.detach()
+    grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
     release_memory()
-    return {"sft/loss": total, "sft/grad_norm": grad_norm, "sft/action_tokens": n_tokens}
+    return to_host({"sft/loss": total, "sft/grad_norm": grad_norm, "sft/action_tokens": n_tokens})  # one transfer
 
 
 async def run_sft(cfg, model, tokenizer, env_factory, monitor) -> list[dict[str, float]]:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
 from agentrl.algo.corrections import CorrectionConfig, correction_weights
+from agentrl.algo.metrics import to_host
 
 F64 = torch.float64
 TOL = dict(atol=1e-6, rtol=0)
@@ -13,8 +16,11 @@ ACTION = [0, 1, 2, 3, 6, 9, 10]
 
 
 def _corr(b, **cfg):
-    return correction_weights(b.lp_old, b.lp_mu, b.mask, b.traj_index, b.num_traj, b.traj_advantages,
-                              CorrectionConfig(**cfg))
+    """The correction, its metrics (0-d tensors) read on the host."""
+    c = correction_weights(b.lp_old, b.lp_mu, b.mask, b.traj_index, b.num_traj, b.traj_advantages,
+                           CorrectionConfig(**cfg))
+    assert all(isinstance(v, torch.Tensor) and v.dim() == 0 for v in c.metrics.values())
+    return dataclasses.replace(c, metrics=to_host(c.metrics))
 
 
 def _w(c):

@@ -343,3 +343,18 @@ def test_logprobs_under_top_k_are_full_vocabulary_like_sglang(fresh_engine, prom
     want = torch.log_softmax(logits / 0.7, -1).gather(1, torch.tensor(ids)[:, None])[:, 0]
     got = torch.tensor([t[0] for t in out["meta_info"]["output_token_logprobs"]])
     torch.testing.assert_close(got, want, atol=1e-4, rtol=0)
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="checks the refusal on a machine without CUDA")
+@pytest.mark.parametrize("command", [["serve", "--port", "0"], ["gateway", "--port", "0"]])
+def test_device_cuda_without_a_gpu_is_one_line_and_exit_2(command):
+    """`agentrl serve|gateway --device cuda` build their engine through engine.build.build_engine on that device;
+    on a machine without CUDA that is a one-line error (exit 2), not torch's traceback."""
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "agentrl", *command, "--model", "tiny", "--device", "cuda"],
+                       capture_output=True, text=True, timeout=180)
+    assert r.returncode == 2, r.stderr
+    assert "Traceback" not in r.stderr and "device 'cuda'" in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr

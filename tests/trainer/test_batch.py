@@ -62,7 +62,7 @@ def test_row_layout_forward_equals_separate_forwards_and_plans_padded_area():
 
 
 def test_masked_logprobs_run_the_lm_head_on_policy_tokens_only_with_the_same_values_and_gradients():
-    """policy_logprobs(mask=...) equals the full computation on the policy's tokens (values and gradients) and
+    """policy_logprobs(actions_only=True) equals the full computation on the policy's tokens (values and gradients) and
     reads 0 elsewhere, where every consumer multiplies by the loss mask anyway."""
     from agentrl.trainer.update import policy_logprobs
 
@@ -78,7 +78,7 @@ def test_masked_logprobs_run_the_lm_head_on_policy_tokens_only_with_the_same_val
     grads = []
     for mask in (None, mb.loss_mask):
         model = load_model("tiny")
-        lp, ent = policy_logprobs(model, micro, mb.targets, temperature=0.7, chunk=4, entropy=True, mask=mask)
+        lp, ent = policy_logprobs(model, micro, mb.targets, temperature=0.7, chunk=4, entropy=True, actions_only=mask is not None)
         (lp * mb.advantages * mb.loss_mask).sum().backward()
         grads.append({n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None})
         if mask is None:

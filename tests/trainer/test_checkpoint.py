@@ -85,3 +85,29 @@ def test_kill_9_during_writes_never_leaves_a_checkpoint_that_loads_wrong(tmp_pat
         weights = load_model(ckpt / "model").state_dict()
         assert all(bool((w == float(state["value"])).all()) for w in weights.values()), ckpt
     assert latest_checkpoint(tmp_path) == ckpts[-1]
+
+
+def test_a_checkpoint_written_on_a_gpu_resumes_on_a_machine_without_one(tmp_path, monkeypatch):
+    """trainer.pt and rng.pt of a CUDA run name their tensors' device "cuda:0"; without map_location, torch.load
+    on a CPU-only machine refuses them ("Attempting to deserialize object on a CUDA device"). They load onto the
+    host, and the optimizer state follows its parameters."""
+    model = load_model("tiny").train()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    _step(model, opt)
+    with monkeypatch.context() as m:  # torch.save records this device for every storage it writes
+        m.setattr(torch.serialization, "location_tag", lambda storage: "cuda:0")
+        ckpt = save_checkpoint(tmp_path, 1, model=model, optimizer=opt, state={"version": 1})
+    if not torch.cuda.is_available():
+        with open(ckpt / "trainer.pt", "rb") as f:  # the simulation holds: a plain load refuses it
+            try:
+                torch.load(f, weights_only=False)
+                raise AssertionError("expected torch.load to refuse a CUDA-tagged checkpoint here")
+            except RuntimeError as e:
+                assert "CUDA" in str(e)
+    fresh = load_model("tiny").train()
+    opt2 = torch.optim.AdamW(fresh.parameters(), lr=1e-3)
+    assert load_checkpoint(ckpt, optimizer=opt2)["version"] == 1
+    for p, q in zip(model.parameters(), fresh.parameters(), strict=True):
+        a, b = opt.state[p], opt2.state[q]
+        assert b["exp_avg"].device == q.device
+        torch.testing.assert_close(b["exp_avg_sq"], a["exp_avg_sq"], rtol=0, atol=0)

@@ -58,7 +58,7 @@ def _shared_prefix_batch():
 def _run(model, micro, mb, share_prefix: bool):
     """Logprobs, entropy and parameter gradients of an advantage-weighted masked loss."""
     model.zero_grad(set_to_none=True)
-    lp, ent = policy_logprobs(model, micro, mb.targets, temperature=0.7, chunk=16, entropy=True, mask=mb.loss_mask,
+    lp, ent = policy_logprobs(model, micro, mb.targets, temperature=0.7, chunk=16, entropy=True, actions_only=True,
                               share_prefix=share_prefix)
     (lp * mb.advantages * mb.loss_mask).sum().backward()
     grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
