@@ -54,6 +54,7 @@ from agentrl.trainer.heldout import evaluate
 from agentrl.trainer.memory import build_optimizer, fix_mmap_threshold
 from agentrl.trainer.monitor import Monitor, skip_reason
 from agentrl.trainer.pipeline import RolloutPipeline, admission_bound
+from agentrl.trainer.resume import rewind_logs
 from agentrl.trainer.strategy import Policy, Single, build_strategy, check_warm_start, follow
 from agentrl.trainer.update import update_config_from
 
@@ -230,11 +231,14 @@ def setup(cfg: Config, *, resume: str | None, init_from: str | None, console, st
     strategy.announce(cfg, run_dir, ckpt, source)  # the other ranks of a sharded run load the same policy
     policy = load_policy(cfg, source, ckpt, strategy)
     t, state = cfg.trainer, policy.state
+    if ckpt and strategy.is_main:  # the steps after the checkpoint are trained again: their old log rows go
+        rewind_logs(run_dir, state["step"])
     return Run(
         cfg=cfg, run_dir=run_dir, model=policy.model, tokenizer=load_tokenizer(source), optimizer=policy.optimizer,
         scheduler=policy.scheduler, ucfg=update_config_from(cfg), ref_model=policy.ref_model,
         precision=(compute_precision(cfg), engine_precision(cfg)),
-        monitor=Monitor(run_dir, total_steps=t.steps, tensorboard=t.tensorboard, console=console),
+        monitor=Monitor(run_dir, total_steps=t.steps, tensorboard=t.tensorboard, console=console,
+                        purge_step=state["step"] + 1 if ckpt else None),
         guard=MaskedEpisodeGuard(t.max_masked_frac, t.masked_window, last_step=t.steps - 1),
         start_step=state["step"], version=state.get("version", state["step"]), checkpoint=ckpt, strategy=strategy,
         source=source,

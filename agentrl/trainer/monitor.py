@@ -29,7 +29,8 @@ FLAGGED_WINDOW = 5
 class Monitor:
     """Progress display plus metric sinks for one run directory."""
 
-    def __init__(self, run_dir: Path, *, total_steps: int, tensorboard: bool = True, console: Console | None = None):
+    def __init__(self, run_dir: Path, *, total_steps: int, tensorboard: bool = True, console: Console | None = None,
+                 purge_step: int | None = None):
         self.run_dir = Path(run_dir)
         self.console = console or run_console()
         # a log file or a pipe gets no live bar (its fragments would stay in the file): plain progress lines
@@ -43,7 +44,8 @@ class Monitor:
             try:
                 from torch.utils.tensorboard import SummaryWriter
 
-                self._tb = SummaryWriter(str(self.run_dir / "tb"))
+                # a resumed run: TensorBoard hides the events logged after its checkpoint (trained again)
+                self._tb = SummaryWriter(str(self.run_dir / "tb"), purge_step=purge_step)
             except ImportError:
                 self.console.print("[yellow]tensorboard is not installed: metrics go to metrics.jsonl only[/]")
         self.progress = Progress(

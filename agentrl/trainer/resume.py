@@ -8,6 +8,9 @@ anything else is refused with the key named, since it would silently make a diff
 
 from __future__ import annotations
 
+import json
+import os
+import re
 from pathlib import Path
 
 import yaml
@@ -79,3 +82,42 @@ def _diff(a: dict, b: dict, prefix: str = "") -> list[str]:
         elif x != y:
             keys.append(path)
     return keys
+
+
+def rewind_logs(run_dir: Path, done: int) -> int:
+    """Drop what the run logged after its checkpoint `done` (steps done + 1 ... are trained again on resume):
+    metrics.jsonl rows with "step" > done, trajectories.jsonl rows with train/step > done, samples/step_N*.txt
+    with N > done, and a torn last line. Returns how many log rows were dropped. Each file is rewritten beside
+    itself and moved into place, so a crash here leaves the old file whole."""
+    dropped = _rewind_jsonl(run_dir / "metrics.jsonl", lambda row: row.get("step"), done)
+    dropped += _rewind_jsonl(run_dir / "trajectories.jsonl",
+                             lambda row: (row.get("metrics") or {}).get("train/step"), done)
+    for sample in (run_dir / "samples").glob("step_*.txt"):
+        if (m := re.match(r"step_(\d+)", sample.name)) and int(m.group(1)) > done:
+            sample.unlink()
+    return dropped
+
+
+def _rewind_jsonl(path: Path, step_of, done: int) -> int:
+    """Keep the rows of `path` whose step (step_of(row); rows without one stay) is at most `done`."""
+    if not path.is_file():
+        return 0
+    kept = dropped = 0
+    tmp = path.with_name(path.name + ".rewind")
+    with open(path, "rb") as src, open(tmp, "wb") as dst:
+        for line in src:
+            try:
+                row = json.loads(line)
+                step = step_of(row) if isinstance(row, dict) else None
+            except ValueError:  # a line torn by the crash the run resumes from
+                row, step = None, None
+            if row is None or (isinstance(step, (int, float)) and step > done):
+                dropped += 1
+                continue
+            dst.write(line if line.endswith(b"\n") else line + b"\n")
+            kept += 1
+    if dropped:
+        os.replace(tmp, path)
+    else:
+        tmp.unlink()
+    return dropped

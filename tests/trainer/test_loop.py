@@ -302,13 +302,15 @@ def test_resume_continues_exactly(tmp_path):
     resumed_dir = tmp_path / "b" / "run"
     shutil.copytree(full.run_dir, resumed_dir)
     shutil.rmtree(resumed_dir / "checkpoints" / "step_000002")
-    (resumed_dir / "trajectories.jsonl").write_text(
-        "".join(x + "\n" for x in (full.run_dir / "trajectories.jsonl").read_text().splitlines()
-                if json.loads(x)["metrics"]["train/step"] == 1)
-    )
+    # the crash came while step 2's rows were written (after its logs, before its checkpoint): a torn last line
+    with open(resumed_dir / "trajectories.jsonl", "a") as f:
+        f.write('{"id": "torn')
     again = train(_cfg(tmp_path / "b", "test_parity", *exact), resume=str(resumed_dir))
     assert again.run_dir == resumed_dir
     resumed = [json.loads(x) for x in (resumed_dir / "trajectories.jsonl").read_text().splitlines()]
+    # step 2's rows of the first attempt were dropped on resume, not kept beside the new ones
+    assert sorted(r["metrics"]["train/step"] for r in resumed) == sorted(r["metrics"]["train/step"] for r in steps)
+    assert [json.loads(x)["step"] for x in (resumed_dir / "metrics.jsonl").read_text().splitlines()] == [1, 2]
 
     def tasks(rows, step):
         return sorted(r["task_id"] for r in rows if r["metrics"]["train/step"] == step)
