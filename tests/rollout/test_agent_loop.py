@@ -25,7 +25,7 @@ from agentrl.rollout.collector import collect_group, summarize
 from agentrl.tool_calls import format_call, function_tool
 from agentrl.types import FAILURE_POLICY, TerminationReason, Trajectory, system, tool, user
 
-from .scripted_engine import ScriptedEngine
+from tests.engine.scripted_engine import ScriptedEngine
 
 ROOT = Path(__file__).resolve().parents[2]
 TR = TerminationReason
