@@ -1,27 +1,28 @@
-"""external: train an agent program you already have, through the OpenAI-compatible session gateway.
+"""Agent programs: an agent you already have plays an episode through its own OpenAI-compatible gateway session.
 
     agentrl train --env external:my_agent.py:run          # a file, and the function in it
     agentrl train --env external:my_pkg.agents:run        # an importable module
     agentrl train --env "external:cmd:python my_agent.py --flag"   # a command line (CommandAgent)
 
-The program is a function ``async def run(task, client) -> reward`` (a plain ``def`` runs in a worker thread,
-so a synchronous OpenAI client works too). `client` is an agentrl.gateway.AgentClient: `client.base_url`
-(…/sessions/<id>/v1) and `client.api_key` go to any OpenAI-compatible client, or call `await
-client.chat(messages, ...)`. What `run` returns is the reward: a number, or a dict with a "reward" key (the
-rest is kept as reward_info). Tasks come from the module: a list `TASKS` (an episode draws one with its
-seed), or a function `task(seed)`; without either the task is ``{"seed": seed}``. The env kwarg `tasks` (a
-JSONL file of task objects, `env.kwargs.tasks=tasks.jsonl`) replaces both.
+An env that sets `AgentEnv.agent_program` (agentrl.envs.external does) has its episodes played by the program
+instead of the loop's policy: `rollout.agent_loop.run_episode` resets the env (its info["task"] is the
+program's task), then `play` starts a gateway in front of the episode's engine, opens one session with the
+loop's budgets (rollout.max_turns calls, max_context_tokens, max_new_tokens per call) and sampling, runs the
+program until it returns or the episode deadline, and closes the gateway: nothing outlives the episode. The
+agent loop records the outcome with the same code as any other episode.
+
+A Python program is ``async def run(task, client) -> reward``, or a plain ``def`` (run in a worker thread, so
+a blocking client works). `client` is an agentrl.gateway.AgentClient. What `run` returns is the reward: a
+number, or a dict with a "reward" key (the rest is kept as reward_info).
 
 A command line runs once per episode as a subprocess with OPENAI_BASE_URL, OPENAI_API_KEY, OPENAI_MODEL and
 AGENTRL_TASK (the task as JSON, also written to its stdin) set; the last non-empty line of its stdout is the
-reward (a number, or a JSON object with a "reward" key). Its process group is killed when the episode ends.
+reward (a number, or a JSON object with a "reward" key). Everything it started is killed when the episode ends.
 
-Every call the program makes is recorded token-in/token-out (agentrl.gateway.session): the trajectory holds
-the exact ids the engine sampled. Failures follow the one failure table: the program raising (a command
-exiting non-zero), returning a non-number, making no model call, or running past the episode deadline is
-env_error (masked, never trained as 0); an engine failure is engine_error (retried); a session budget
-(rollout.max_turns calls, max_context_tokens) ends the episode as max_turns / max_tokens, scored with what the
-program returns (0 if it raises).
+Outcomes follow the one failure table: the program raising (a command exiting non-zero), returning a
+non-number, making no model call, or running past the episode deadline is env_error (masked, never trained as
+0); an engine failure is engine_error (retried); a session budget ends the episode as max_turns / max_tokens,
+scored with what the program returns (0 if it raises).
 """
 
 from __future__ import annotations
@@ -37,17 +38,19 @@ import shlex
 import shutil
 import signal
 import sys
+import threading
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentrl import subreaper
-from agentrl.agent_env import AgentEnv
-from agentrl.engine.protocol import SamplingParams
+import agentrl.subreaper as subreaper
+from agentrl.engine.protocol import Engine, SamplingParams
 from agentrl.errors import ConfigError
 from agentrl.gateway import AgentClient, Gateway, SessionLimits
+from agentrl.rollout.chat import ChatRenderer
+from agentrl.types import Segment, Turn
 from agentrl.types import TerminationReason as TR
-from agentrl.types import user
 
 CMD = "cmd:"
 """Prefix of an agent given as a command line: "cmd:python my_agent.py --flag" (CommandAgent)."""
@@ -58,9 +61,8 @@ SUBREAPER = subreaper.__file__
 REAP_S = 10.0
 """Seconds a stopped command's subreaper may take to kill its tree before the process group is killed."""
 
-_modules: dict[str, Any] = {}
-_task_files: dict[tuple[str, int], list] = {}  # (path, mtime) -> tasks of the last JSONL file read
-_gateways: dict[tuple[int, int, int], list] = {}  # (engine, renderer, loop) -> [Gateway, sessions, start task]
+_modules: dict[str, Any] = {}  # agent file path -> its module, executed once per process
+_modules_lock = threading.Lock()
 
 
 def split_ref(ref: str) -> tuple[str, str]:
@@ -79,15 +81,8 @@ def load_agent(ref: str) -> tuple[Any, Any]:
         path = Path(where).expanduser().resolve()
         if not path.is_file():
             raise ConfigError(f"agent file {where!r} does not exist (looked for {path})")
-        module = _modules.get(str(path))
-        if module is None:
-            name = "agentrl_external_" + hashlib.sha256(str(path).encode()).hexdigest()[:12]
-            spec = importlib.util.spec_from_file_location(name, path)
-            module = importlib.util.module_from_spec(spec)
-            try:
-                spec.loader.exec_module(module)
-            except Exception as e:
-                raise ConfigError(f"importing agent file {where!r} failed: {type(e).__name__}: {e}") from None
+        with _modules_lock:  # episodes' envs are made in worker threads: the file must run once, not once each
+            module = _modules.get(str(path)) or _exec_file(path, where)
             _modules[str(path)] = module
     else:
         try:
@@ -100,6 +95,18 @@ def load_agent(ref: str) -> tuple[Any, Any]:
         raise ConfigError(f"{where!r} has no function {attr!r} (it has: {', '.join(public) or 'none'}); expected "
                           f"`async def {attr}(task, client) -> reward`")
     return module, fn
+
+
+def _exec_file(path: Path, where: str) -> Any:
+    """Run an agent file as a module of its own (named after its path); ConfigError if it raises."""
+    name = "agentrl_external_" + hashlib.sha256(str(path).encode()).hexdigest()[:12]
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as e:
+        raise ConfigError(f"importing agent file {where!r} failed: {type(e).__name__}: {e}") from None
+    return module
 
 
 def absolute_ref(ref: str) -> str:
@@ -144,44 +151,15 @@ def resolve_agent(ref: str) -> str:
     return absolute_ref(ref)
 
 
-def read_tasks(path: str) -> list[dict[str, Any]]:
-    """The task objects of a JSONL file (blank lines skipped; read once per file version, not per episode);
-    ConfigError names the file and line."""
-    file = Path(path).expanduser().resolve()
-    if not file.is_file():
-        raise ConfigError(f"env.kwargs.tasks: {path!r} does not exist (looked for {file})")
-    key = (str(file), file.stat().st_mtime_ns)
-    if key not in _task_files:
-        _task_files.clear()
-        _task_files[key] = _parse_tasks(file, path)
-    return _task_files[key]
-
-
-def _parse_tasks(file: Path, path: str) -> list[dict[str, Any]]:
-    tasks = []
-    for i, line in enumerate(file.read_text().splitlines(), 1):
-        if line.strip():
-            try:
-                tasks.append(json.loads(line))
-            except ValueError as e:
-                raise ConfigError(f"env.kwargs.tasks: {path}:{i} is not JSON: {e}") from None
-            if not isinstance(tasks[-1], dict):
-                raise ConfigError(f"env.kwargs.tasks: {path}:{i} is not a JSON object")
-    if not tasks:
-        raise ConfigError(f"env.kwargs.tasks: {path!r} holds no tasks")
-    return tasks
-
-
 class AgentFailed(Exception):
     """An agent program's failure, already in words (the episode's termination detail)."""
 
 
 class PythonAgent:
-    """The program is a function `run(task, client)`; its module may carry TASKS or task(seed)."""
+    """The program is a function `run(task, client)` (async, or a plain def run in a worker thread)."""
 
     def __init__(self, ref: str):
         self.module, self.fn = load_agent(ref)
-        self.tasks, self.make_task = getattr(self.module, "TASKS", None), getattr(self.module, "task", None)
         self.note = ""
 
     async def __call__(self, task: Any, client: AgentClient) -> Any:
@@ -200,7 +178,7 @@ class CommandAgent:
     process group is killed after that.
     """
 
-    tasks = make_task = None
+    module = None  # no TASKS or task(seed): its tasks are env.kwargs.tasks or the seed
 
     def __init__(self, argv: list[str]):
         self.argv = argv
@@ -264,146 +242,73 @@ def make_program(agent: str) -> PythonAgent | CommandAgent:
     return PythonAgent(absolute_ref(agent))
 
 
-async def _acquire(engine: Any, renderer: Any) -> Gateway:
-    """The gateway of this engine on this event loop, started by the first session that needs it."""
-    key = (id(engine), id(renderer), id(asyncio.get_running_loop()))
-    entry = _gateways.get(key)
-    if entry is None:
-        gw = Gateway(engine, renderer)
-        entry = _gateways[key] = [gw, 0, asyncio.ensure_future(gw.start())]
-    entry[1] += 1
+@dataclass
+class ProgramOutcome:
+    """How a program's episode ended, with the session's record (the agent loop records it like any episode)."""
+
+    termination: TR
+    detail: str = ""
+    reward: float = 0.0
+    info: dict[str, Any] = field(default_factory=dict)
+    segments: list[Segment] = field(default_factory=list)
+    turns: list[Turn] = field(default_factory=list)
+    metrics: dict[str, float] = field(default_factory=dict)
+
+
+async def play(program: Any, task: Any, engine: Engine, renderer: ChatRenderer, *, sampling: SamplingParams,
+               limits: SessionLimits, session_id: str, sampling_seed: int | None, deadline: float,
+               budget_s: float) -> ProgramOutcome:
+    """Run `program(task, client)` against a gateway of its own, one session with `limits` and `sampling` (fixed:
+    requests cannot change it), until it returns or `deadline` (time.monotonic(); `budget_s` is the episode's
+    budget, for the message); never raises for the program's failures. The gateway is closed before this
+    returns, calls in flight included."""
+    gateway = Gateway(engine, renderer, drain_s=0.0)
     try:
-        await asyncio.shield(entry[2])
-    except BaseException:
-        await _release(entry[0])
-        raise
-    return entry[0]
+        await gateway.start()
+    except Exception as e:  # noqa: BLE001 - no gateway (no free port): this episode is an infrastructure failure
+        return ProgramOutcome(TR.ENV_ERROR, f"starting the gateway failed: {type(e).__name__}: {e}")
+    session = gateway.open_session(session_id=session_id, sampling_seed=sampling_seed, fixed_sampling=True,
+                                   sampling=sampling, limits=limits)
+    result, failure = None, None
+    try:
+        client = AgentClient(session.base_url, session.api_key, gateway.model_name)
+        result = await asyncio.wait_for(program(task, client), max(deadline - time.monotonic(), 0.0))
+    except TimeoutError:
+        failure = f"the agent program ran past the episode deadline ({budget_s:g}s); its session was closed"
+    except AgentFailed as e:
+        failure = str(e)
+    except Exception as e:  # noqa: BLE001 - the program's crash is this episode's ending
+        failure = f"the agent program raised {type(e).__name__}: {e}"
+    finally:
+        gateway.close_session(session.id)
+        await gateway.close()
+    out = _outcome(session, result, failure)
+    if out.termination is TR.ENV_ERROR and program.note and program.note not in out.detail:
+        out.detail += f" ({program.note})"  # a command's exit code and stderr tail (or that it was killed)
+    return out
 
 
-async def _release(gw: Gateway) -> None:
-    """One session fewer; the last one stops the gateway (nothing outlives the episodes that use it)."""
-    for key, entry in list(_gateways.items()):
-        if entry[0] is gw:
-            entry[1] -= 1
-            if entry[1] == 0:
-                del _gateways[key]
-                await asyncio.gather(entry[2], return_exceptions=True)
-                await gw.close()
-
-
-class ExternalEnv(AgentEnv):
-    """Runs an agent program against its own gateway session; the reward is what the program returns.
-
-    ## Task
-    One of `tasks` or the module's `TASKS` (drawn with the episode's seed), `task(seed)`, or {"seed": seed}.
-
-    ## Actions / Observations
-    The program's chat-completion calls; the trajectory records them token-in/token-out.
-
-    ## Reward
-    The number `run(task, client)` returns (or its dict's "reward"); a command's last stdout line.
-
-    ## Episode End
-    When `run` returns, raises or a command exits non-zero (env_error), or runs past
-    rollout.episode_timeout_s (env_error).
-
-    ## Arguments
-    agent: "path/to/file.py:fn", "package.module:fn" or "cmd:<command line>".
-    tasks: a JSONL file of task objects (drawn with the episode's seed; an "id" key is the task_id).
-    """
-
-    def __init__(self, agent: str, tasks: str | None = None):
-        self.program = make_program(agent)
-        self.tasks = read_tasks(tasks) if tasks else self.program.tasks
-        self.task: Any = None
-
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        """Draw the task; the messages are only for display (the program writes its own)."""
-        super().reset(seed=seed)
-        tasks, make = self.tasks, self.program.make_task
-        if isinstance(tasks, (list, tuple)) and tasks:
-            index = int(self.np_random.integers(len(tasks)))
-            self.task, task_id = tasks[index], str(index)
-        elif callable(make):
-            self.task, task_id = make(seed), str(seed)
-        else:
-            self.task, task_id = {"seed": seed}, str(seed)
-        if isinstance(self.task, dict) and "id" in self.task:
-            task_id = str(self.task["id"])
-        return [user(str(self.task))], {"task_id": task_id}
-
-    def step(self, action: str):
-        """Not used: the agent program drives the episode (see run_agent)."""
-        raise NotImplementedError("ExternalEnv is driven by its agent program; the agent loop calls run_agent")
-
-    async def run_agent(self, engine: Any, renderer: Any, cfg: Any, traj: Any, *, seed: int | None,
-                        options: dict | None, sampling_seed: int | None) -> None:
-        """One episode: reset, open a session, run the program with the episode's deadline, fill `traj` with
-        the session's segments, reward and termination. Never raises (failures end the episode)."""
-        start = time.monotonic()
-        try:
-            _, info = self.reset(seed=seed, options=options)
-        except Exception as e:  # noqa: BLE001 - a broken task source fails this episode, not the run
-            traj.termination, traj.termination_detail = TR.ENV_ERROR, f"drawing the task failed: {type(e).__name__}: {e}"
-            return
-        traj.task_id = info["task_id"]
-        try:
-            gw = await _acquire(engine, renderer)
-        except Exception as e:  # noqa: BLE001 - no gateway (no free port): this episode is an infra failure
-            traj.termination, traj.termination_detail = TR.ENV_ERROR, f"starting the gateway failed: {type(e).__name__}: {e}"
-            return
-        session = gw.open_session(
-            session_id=traj.id, sampling_seed=sampling_seed, fixed_sampling=True,
-            sampling=SamplingParams(temperature=cfg.temperature, top_p=cfg.top_p, top_k=cfg.top_k),
-            limits=SessionLimits(max_calls=cfg.max_turns, max_context_tokens=cfg.max_context_tokens,
-                                 max_new_tokens=cfg.max_new_tokens))
-        result, failure = None, None
-        try:
-            client = AgentClient(session.base_url, session.api_key, gw.model_name)
-            result = await asyncio.wait_for(self.program(self.task, client), cfg.timeout_s)
-        except TimeoutError:
-            failure = f"the agent program ran past the episode deadline ({cfg.timeout_s:g}s); its session was closed"
-        except AgentFailed as e:
-            failure = str(e)
-        except Exception as e:  # noqa: BLE001 - the program's crash is this episode's ending
-            failure = f"the agent program raised {type(e).__name__}: {e}"
-        finally:
-            gw.close_session(session.id)
-            await _release(gw)
-        self._finish(traj, session, result, failure)
-        note = self.program.note  # a command's exit code and stderr tail (or that it was killed)
-        if traj.termination is TR.ENV_ERROR and note and note not in traj.termination_detail:
-            traj.termination_detail += f" ({note})"
-        traj.metrics["timing/episode_s"] = time.monotonic() - start
-
-    def _finish(self, traj: Any, session: Any, result: Any, failure: str | None) -> None:
-        """Reward and termination from the program's outcome and the session's record."""
-        traj.segments, traj.turns = session.segments()
-        reward, info = result, {}
-        if isinstance(result, dict):
-            reward, info = result.get("reward"), {k: v for k, v in result.items() if k != "reward"}
-        valid = isinstance(reward, (int, float)) and reward == reward  # a number, not NaN
-        if session.ending is not None and session.ending[0] == "engine_error":
-            traj.termination, traj.termination_detail = TR.ENGINE_ERROR, session.ending[1]
-        elif session.ending is not None:
-            traj.termination, traj.termination_detail = TR(session.ending[0]), session.ending[1]
-            traj.reward = float(reward) if valid and failure is None else 0.0
-        elif failure is not None:
-            traj.termination, traj.termination_detail = TR.ENV_ERROR, failure
-        elif not valid:
-            traj.termination = TR.ENV_ERROR
-            traj.termination_detail = f"the agent program returned {result!r:.200}; expected a number (the reward)"
-        elif not traj.segments:
-            traj.termination, traj.termination_detail = TR.ENV_ERROR, "the agent program made no model call"
-        else:
-            traj.termination, traj.reward = TR.DONE, float(reward)
-        traj.reward_info = {k: v for k, v in info.items() if isinstance(v, (str, int, float, bool, type(None)))}
-        traj.metrics.update({
-            "rollout/turns": len(traj.turns),
-            "rollout/forks": max(len(traj.segments) - 1, 0),
-            "rollout/format_errors": 0,
-            "rollout/length_truncated_actions": sum(t.finish_reason == "length" for t in traj.turns),
-            "rollout/tokens": traj.num_tokens,
-            "rollout/action_tokens": traj.num_action_tokens,
-            **session.metrics(),
-        })
+def _outcome(session: Any, result: Any, failure: str | None) -> ProgramOutcome:
+    """The ending, reward and info of a program's episode from what it returned (or why it failed) and what
+    its session recorded."""
+    segments, turns = session.segments()
+    reward, info = result, {}
+    if isinstance(result, dict):
+        reward, info = result.get("reward"), {k: v for k, v in result.items() if k != "reward"}
+    valid = isinstance(reward, (int, float)) and reward == reward  # a number, not NaN
+    out = ProgramOutcome(TR.DONE, info=info, segments=segments, turns=turns, metrics=session.metrics())
+    if session.ending is not None and session.ending[0] == "engine_error":
+        out.termination, out.detail = TR.ENGINE_ERROR, session.ending[1]
+    elif session.ending is not None:
+        out.termination, out.detail = TR(session.ending[0]), session.ending[1]
+        out.reward = float(reward) if valid and failure is None else 0.0
+    elif failure is not None:
+        out.termination, out.detail = TR.ENV_ERROR, failure
+    elif not valid:
+        out.termination = TR.ENV_ERROR
+        out.detail = f"the agent program returned {result!r:.200}; expected a number (the reward)"
+    elif not segments:
+        out.termination, out.detail = TR.ENV_ERROR, "the agent program made no model call"
+    else:
+        out.reward = float(reward)
+    return out
