@@ -127,6 +127,40 @@ def test_a_synchronous_agent_with_its_own_http_client_works(engine, renderer, tm
     assert t.termination is TerminationReason.DONE and t.reward == 1.0 and len(t.turns) == 1
 
 
+SYNC_CHAT = '''
+def run(task, client):
+    reply = client.chat([{"role": "user", "content": "Say hi."}], max_tokens=4)
+    return 1.0 if reply["choices"][0]["message"]["role"] == "assistant" else 0.0
+'''
+
+
+def _eval(env: str, out, capsys) -> list[dict]:
+    """`agentrl eval --env ENV --model tiny` on two seed tasks; the records (the command must exit 0)."""
+    from agentrl.cli import main
+
+    argv = ["eval", "--env", env, "--model", "tiny", "--num-tasks", "2", "--max-new-tokens", "4", "--quiet",
+            "--out", str(out)]
+    code = main(argv)
+    assert code == 0, capsys.readouterr().err
+    return [json.loads(x) for x in out.read_text().splitlines()]
+
+
+def test_client_chat_from_a_plain_def_makes_the_call(tmp_path, capsys):
+    """docs/gateway.md says a plain def runs in a thread and sync clients work; `client.chat(...)` from one used to
+    return a coroutine nobody awaited (no call, an env_error blaming `'coroutine' object is not subscriptable`,
+    and a stray "never awaited" warning). Now it blocks and returns the response, through `agentrl eval`."""
+    import gc
+    import warnings
+
+    name = agent_file(tmp_path, SYNC_CHAT, name="sync_chat.py")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        rows = _eval(name, tmp_path / "eval.jsonl", capsys)
+        gc.collect()
+    assert [(r["termination"], r["reward"], r["turns"]) for r in rows] == [("done", 1.0, 1)] * 2, rows
+    assert not [w for w in caught if "never awaited" in str(w.message)]
+
+
 def test_an_agent_file_runs_once_when_episodes_make_their_envs_at_the_same_time(tmp_path):
     """Guards a race: each episode makes its env in a worker thread, and the first ones of a run could each find
     the module cache empty and run the agent file again (one episode then appended to a list the next never
