@@ -11,9 +11,10 @@ loop's budgets (rollout.max_turns calls, max_context_tokens, max_new_tokens per 
 program until it returns or the episode deadline, and closes the gateway: nothing outlives the episode. The
 agent loop records the outcome with the same code as any other episode.
 
-A Python program is ``async def run(task, client) -> reward``, or a plain ``def`` (run in a worker thread, so
-a blocking client works). `client` is an agentrl.gateway.AgentClient. What `run` returns is the reward: a
-number, or a dict with a "reward" key (the rest is kept as reward_info).
+A Python program is ``async def run(task, client) -> reward``, or a plain ``def`` (run in a daemon thread of
+its own, so a blocking client works, and a call that never returns neither holds the other episodes' worker
+threads nor keeps the process from exiting). `client` is an agentrl.gateway.AgentClient. What `run` returns is
+the reward: a number, or a dict with a "reward" key (the rest is kept as reward_info).
 
 A command line runs once per episode as a subprocess with OPENAI_BASE_URL, OPENAI_API_KEY, OPENAI_MODEL and
 AGENTRL_TASK (the task as JSON, also written to its stdin) set; the last non-empty line of its stdout is the
@@ -28,6 +29,7 @@ scored with what the program returns (0 if it raises).
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import hashlib
 import importlib
 import importlib.util
@@ -155,8 +157,60 @@ class AgentFailed(Exception):
     """An agent program's failure, already in words (the episode's termination detail)."""
 
 
+class ProgramStopped(BaseException):
+    """Raised inside a plain-def program's thread once its episode is over (a BaseException, so an agent's
+    `except Exception` retry loop does not swallow it)."""
+
+
+async def in_daemon_thread(fn: Any, *args: Any) -> Any:
+    """`fn(*args)` in a daemon thread of its own; returns or raises what it does.
+
+    Unlike asyncio.to_thread (the shared default executor, whose threads the interpreter joins at exit), a call
+    that never returns neither takes a worker thread from the other episodes nor keeps the process alive at
+    exit. When the awaiting task is cancelled (the episode deadline), ProgramStopped is raised in the thread:
+    that stops Python code at once; a call blocked in C (a sleep, a read without a timeout) runs on until it
+    returns, and its gateway calls fail from then on (the session is closed)."""
+    loop = asyncio.get_running_loop()
+    done = loop.create_future()
+    lock = threading.Lock()
+    state = {"phase": "new"}  # new -> running -> finished, or new -> stopped; the stop is sent only while running
+
+    def settle(ok: bool, value: Any) -> None:
+        if not done.done():
+            done.set_result(value) if ok else done.set_exception(value)
+
+    def target() -> None:
+        try:  # a stop sent while running lands inside this try, never in threading's own code
+            with lock:
+                if state["phase"] == "stopped":
+                    return
+                state["phase"] = "running"
+            try:
+                outcome = (True, fn(*args))
+            except BaseException as e:  # noqa: BLE001 - handed to the awaiting task as the program's failure
+                outcome = (False, e)
+            with lock:
+                state["phase"] = "finished"
+            loop.call_soon_threadsafe(settle, *outcome)
+        except BaseException:  # noqa: BLE001 - the stop arrived, or the loop has closed: nobody is waiting
+            pass
+
+    thread = threading.Thread(target=target, name=f"agent program {getattr(fn, '__name__', fn)}", daemon=True)
+    thread.start()
+    try:
+        return await done
+    except asyncio.CancelledError:
+        with lock:
+            if state["phase"] == "running":
+                stop = ctypes.py_object(ProgramStopped)
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident), stop)
+            elif state["phase"] == "new":
+                state["phase"] = "stopped"
+        raise
+
+
 class PythonAgent:
-    """The program is a function `run(task, client)` (async, or a plain def run in a worker thread)."""
+    """The program is a function `run(task, client)` (async, or a plain def run by in_daemon_thread)."""
 
     def __init__(self, ref: str):
         self.module, self.fn = load_agent(ref)
@@ -165,7 +219,12 @@ class PythonAgent:
     async def __call__(self, task: Any, client: AgentClient) -> Any:
         if inspect.iscoroutinefunction(self.fn):
             return await self.fn(task, client)
-        return await asyncio.to_thread(self.fn, task, client)
+        try:
+            return await in_daemon_thread(self.fn, task, client)
+        except asyncio.CancelledError:
+            self.note = ("ProgramStopped was raised in its thread; a plain def blocked in a call runs on until the "
+                         "call returns: give blocking calls a timeout")
+            raise
 
 
 class CommandAgent:

@@ -11,6 +11,7 @@ import json
 import re
 import socket
 import textwrap
+import time
 
 import pytest
 
@@ -125,6 +126,34 @@ def test_a_synchronous_agent_with_its_own_http_client_works(engine, renderer, tm
     '''
     (t,) = episodes(engine, renderer, agent_file(tmp_path, src), group_size=1)
     assert t.termination is TerminationReason.DONE and t.reward == 1.0 and len(t.turns) == 1
+
+
+def test_a_busy_sync_agent_past_its_deadline_is_stopped_in_its_thread(engine, renderer, tmp_path):
+    """A plain def that spins forever after its call cannot be killed from outside; at the deadline the episode
+    is a masked env_error saying so, and ProgramStopped, raised in its thread, ends the spinning (the old code
+    left it burning a core, and a worker thread, for the rest of the run)."""
+    import threading
+
+    from agentrl.rollout.programs import load_agent
+
+    name = agent_file(tmp_path, '''
+    import threading
+    THREADS = []
+
+    def run(task, client):
+        THREADS.append(threading.get_ident())
+        while True:
+            pass
+    ''', name="busy.py")
+    (t,) = episodes(engine, renderer, name, group_size=1, episode_timeout_s=2)
+    assert t.termination is TerminationReason.ENV_ERROR and not scored(t.termination)
+    assert t.termination_detail.startswith("the agent program ran past the episode deadline (2s)")
+    assert "ProgramStopped was raised in its thread" in t.termination_detail
+    (ident,) = load_agent(name.removeprefix("external:"))[0].THREADS
+    deadline = time.monotonic() + 30
+    while any(th.ident == ident for th in threading.enumerate()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(th.ident == ident for th in threading.enumerate()), "the agent's thread still runs"
 
 
 SYNC_CHAT = '''
