@@ -146,19 +146,20 @@ def _is_class_path(name: str) -> bool:
     return bool(sep and module and attr.isidentifier() and all(p.isidentifier() for p in module.split(".")))
 
 
-def add_cwd_to_path() -> None:
-    """Append the current folder to the import path (unless it is there), as `python -m` has it: a module named
-    on the command line (--env my_env:MyEnv, external:my_agent:run) may live in the folder the user is in."""
+def import_here(module: str) -> Any:
+    """Import a module named on the command line (--env my_env:MyEnv, external:my_agent:run), which may live in
+    the folder the user is in: the current folder is appended to the import path first, as `python -m` has it.
+    Raises ImportError."""
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.append(os.getcwd())
+    return importlib.import_module(module)
 
 
 def _register_class_path(name: str) -> str:
     """Register "module:Class" under its own name after checking it imports; UnknownEnv says what is wrong."""
     module, _, attr = name.partition(":")
-    add_cwd_to_path()
     try:
-        mod = importlib.import_module(module)
+        mod = import_here(module)
     except ImportError as e:
         raise UnknownEnv(f'cannot import module {module!r} of env "{name}": {e}. Is the package installed, '
                          "or the folder holding it on PYTHONPATH?") from None

@@ -14,7 +14,8 @@ agent loop records the outcome with the same code as any other episode.
 A Python program is ``async def run(task, client) -> reward``, or a plain ``def`` (run in a daemon thread of
 its own, so a blocking client works, and a call that never returns neither holds the other episodes' worker
 threads nor keeps the process from exiting). `client` is an agentrl.gateway.AgentClient. What `run` returns is
-the reward: a number, or a dict with a "reward" key (the rest is kept as reward_info).
+the reward: a number, or a dict with a "reward" key (the rest is kept as reward_info). The agent file's folder
+(or, for a module, the current folder) is appended to the import path, so the agent imports its sibling modules.
 
 A command line runs once per episode as a subprocess with OPENAI_BASE_URL, OPENAI_API_KEY, OPENAI_MODEL and
 AGENTRL_TASK (the task as JSON, also written to its stdin) set; the last non-empty line of its stdout is the
@@ -50,6 +51,7 @@ import agentrl.subreaper as subreaper
 from agentrl.engine.protocol import Engine, SamplingParams
 from agentrl.errors import ConfigError
 from agentrl.gateway import AgentClient, Gateway, SessionLimits
+from agentrl.registry import import_here
 from agentrl.rollout.chat import ChatRenderer
 from agentrl.types import Segment, Turn
 from agentrl.types import TerminationReason as TR
@@ -77,20 +79,24 @@ def split_ref(ref: str) -> tuple[str, str]:
 
 def load_agent(ref: str) -> tuple[Any, Any]:
     """(module, function) of an agent reference "path/to/file.py:fn" or "package.module:fn"; ConfigError says
-    what is missing."""
+    what is missing. The file's folder (for a module: the current folder, as `python -m` has it) is appended to
+    the import path first, so the agent imports its sibling modules."""
     where, attr = split_ref(ref)
     if where.endswith(".py") or "/" in where:
         path = Path(where).expanduser().resolve()
         if not path.is_file():
             raise ConfigError(f"agent file {where!r} does not exist (looked for {path})")
         with _modules_lock:  # episodes' envs are made in worker threads: the file must run once, not once each
+            if str(path.parent) not in sys.path:
+                sys.path.append(str(path.parent))
             module = _modules.get(str(path)) or _exec_file(path, where)
             _modules[str(path)] = module
     else:
         try:
-            module = importlib.import_module(where)
+            module = import_here(where)
         except ImportError as e:
-            raise ConfigError(f"cannot import agent module {where!r}: {e}") from None
+            raise ConfigError(f"cannot import agent module {where!r}: {e} (the current folder and PYTHONPATH are "
+                              "searched)") from None
     fn = getattr(module, attr, None)
     if not callable(fn):
         public = [n for n in dir(module) if not n.startswith("_") and callable(getattr(module, n))]

@@ -10,6 +10,7 @@ import asyncio
 import json
 import re
 import socket
+import sys
 import textwrap
 import time
 
@@ -188,6 +189,28 @@ def test_client_chat_from_a_plain_def_makes_the_call(tmp_path, capsys):
         gc.collect()
     assert [(r["termination"], r["reward"], r["turns"]) for r in rows] == [("done", 1.0, 1)] * 2, rows
     assert not [w for w in caught if "never awaited" in str(w.message)]
+
+
+@pytest.mark.parametrize("form", ["file", "module"])
+def test_an_agent_imports_its_sibling_module(tmp_path, monkeypatch, capsys, form):
+    """`external:agent_dir/agent.py:run` (from another folder) and `external:agent:run` (from the agent's folder)
+    import a helper module beside the agent, as `python agent.py` and `--env module:Class` would; both failed
+    with ModuleNotFoundError unless PYTHONPATH was set."""
+    folder = tmp_path / "agent_dir"
+    folder.mkdir()
+    helpers, agent = f"sibling_helpers_{form}", f"sibling_agent_{form}"
+    (folder / f"{helpers}.py").write_text("def question():\n    return 'Say hi.'\n")
+    (folder / f"{agent}.py").write_text(
+        f"import {helpers}\n\n\nasync def run(task, client):\n"
+        f"    await client.chat([{{'role': 'user', 'content': {helpers}.question()}}], max_tokens=4)\n"
+        "    return 1.0\n")
+    monkeypatch.setattr(sys, "path", list(sys.path))  # the test process's path is restored afterwards
+    for module in (helpers, agent):
+        monkeypatch.delitem(sys.modules, module, raising=False)
+    monkeypatch.chdir(tmp_path if form == "file" else folder)
+    env = f"external:agent_dir/{agent}.py:run" if form == "file" else f"external:{agent}:run"
+    rows = _eval(env, tmp_path / "eval.jsonl", capsys)
+    assert [(r["termination"], r["reward"]) for r in rows] == [("done", 1.0)] * 2, rows
 
 
 def test_an_agent_file_runs_once_when_episodes_make_their_envs_at_the_same_time(tmp_path):
