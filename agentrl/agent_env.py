@@ -6,15 +6,24 @@ Observations are chat messages, actions are the model's text::
     messages, reward, terminated, truncated, info = env.step(action_text)
 
 The agent loop renders messages with the tokenizer's chat template and appends them as observation tokens
-(loss_mask 0); it never re-tokenizes the model's text. Conventions the loop reads from `info`:
+(loss_mask 0); it never re-tokenizes the model's text. What the core reads from an env is all here: the
+methods and attributes of `AgentEnv` (each says who reads it), and these `info` keys, each optional:
 
-- reset: ``info["task_id"]`` names the task (the samples of one GRPO group share it).
-- step: ``info["format_error"] = True`` when the action could not be parsed (the loop ends the episode as
-  ``format_errors`` after ``rollout.max_format_errors`` in a row: the loop owns that budget, the env only flags
-  the error); ``info["termination"]`` may name a `TerminationReason` for a terminated/truncated step
-  (default: done / max_turns).
-- ``end_episode(termination, grade=...)`` is called when the loop's own budget ended the episode, so an env
-  can close it out (record the outcome, or grade what stands in evaluation).
+| key | in | read by |
+|---|---|---|
+| ``task_id`` (str) | reset | the loop: Trajectory.task_id (the samples of one GRPO group share it) |
+| ``task`` (any) | reset | the loop, for an env with an `agent_program`: what the program is handed |
+| ``format_error`` (bool) | step | the loop: the action could not be parsed; ``rollout.max_format_errors`` in a row end the episode as ``format_errors`` (the loop owns that budget, the env only flags the error) |
+| ``termination`` (str) | step | the loop: the `TerminationReason` of a terminated/truncated step (default: done / max_turns) |
+| ``reward`` (float) | end_episode | the loop: replaces the episode's reward |
+| ``resolved`` (bool) | final | `agentrl eval`: the env graded the episode and this is its verdict (without it: reward ≥ 1); its presence marks the episode graded, so the hook's `record_fields` are filled |
+| ``exit_reason`` (str) | final | `agentrl eval`: how the env says the episode ended (default: the termination) |
+| ``timings`` (dict of seconds) | final | `agentrl eval`: merged into the record's timings (``grade_s`` explains an over-budget record) |
+| ``error`` (str) | final | `agentrl eval`: the record's error text |
+
+The final info (the last step's, merged with `end_episode`'s) is kept as Trajectory.reward_info (values that are
+not JSON become their repr), so everything else an env puts there reaches its own `summary_metrics` and the
+trajectory files.
 """
 
 from __future__ import annotations
@@ -116,9 +125,33 @@ class AgentEnv(gymnasium.Env[list, str]):
     system_prompt: str = ""
     """Task instructions; `system_message()` combines them with the tool list and calling convention."""
 
+    # Set these in SOME subclasses (the core uses each only where it is set)
+    agent_program: Any = None
+    """An agent program that plays this env's episodes instead of the loop's policy (agentrl.rollout.programs):
+    after `reset`, the loop awaits ``agent_program(info["task"], client)`` against a gateway session with the
+    loop's budgets; `step` is never called. agentrl.envs.external sets it."""
+    eval_hook: Any = None
+    """The env's evaluation hook (an agentrl.evaluation.EvalHook, or "module:object" naming one): its tasks,
+    oracles and record fields for `agentrl eval`. A hook given to `register(eval_hook=...)` wins; None: the
+    generic hook (held-out seeds as tasks, the reward as the score)."""
+
     # Set by the agent loop before each step
     last_action_truncated: bool = False
     """True when the action passed to `step` was cut off by the token limit (finish_reason "length")."""
+
+    @classmethod
+    def shared_kwargs(cls, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """Constructor kwargs every env of one training run shares, from the run's env.kwargs (e.g. swe_lite's
+        curriculum under level=auto). Called once per run by the trainer's env factory (local backend), which also
+        passes the run's SandboxPool as `pool=` to a constructor that takes it. Default: nothing shared."""
+        return {}
+
+    @classmethod
+    def summary_metrics(cls, infos: list[dict[str, Any]]) -> dict[str, float]:
+        """The env's own rollout metrics of one step, from the final infos (Trajectory.reward_info) of every
+        episode of the step, masked ones included; `rollout.collector.summarize` adds them to the step's metrics
+        (e.g. swe_lite's rollout/suspicious_share). Default: none."""
+        return {}
 
     @property
     def observation_space(self) -> spaces.Space:  # type: ignore[override]

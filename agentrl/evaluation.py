@@ -83,7 +83,7 @@ class EvalConfig:
     max_context_tokens: int | None = None
     max_format_errors: int | None = None
     temperature: float = 0.7
-    wall_clock_s: float | None = None
+    episode_timeout_s: float | None = None
     """Seconds per episode, generation included; the loop stops at the deadline and what stands is graded."""
     transcripts: bool = True
 
@@ -94,7 +94,7 @@ class EvalConfig:
 
         budget = {"max_turns": self.max_turns, "max_new_tokens": self.max_new_tokens,
                   "max_context_tokens": self.max_context_tokens, "max_format_errors": self.max_format_errors,
-                  "timeout_s": self.wall_clock_s}
+                  "episode_timeout_s": self.episode_timeout_s}
         return LoopConfig(**{k: v for k, v in budget.items() if v is not None}, temperature=self.temperature,
                           grade_at_budget=True)
 
@@ -305,7 +305,7 @@ async def run_episodes(job: EvalConfig, tasks: list[EvalTask], factory, engine, 
         traj = await run_member(factory, engine, renderer, loop_cfg, seed=task.seed, options=task.options,
                                 policy=policy, member=sample, semaphore=semaphore)
         rec = make_record(task, sample, job.policy_label, traj, fields=hook.record_fields,
-                          transcripts=job.transcripts, budget_s=loop_cfg.timeout_s)
+                          transcripts=job.transcripts, budget_s=loop_cfg.episode_timeout_s)
         records.append(rec)
         if on_record is not None:
             on_record(rec)

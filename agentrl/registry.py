@@ -4,8 +4,10 @@
     gymnasium.make("agentrl/calc-v0")         # the same env, wrapped by gymnasium's checker/order enforcer
 
 Built-in envs are listed in ``agentrl/envs/__init__.py`` (plain data: string entry points, so nothing is
-imported before `make`). Third-party packages plug in through the entry-point group ``agentrl.envs``; in their
-pyproject.toml::
+imported before `make`); the registry loads that table by its package's name (BUILTIN_PACKAGE), as it loads a
+plugin's entry point, so the core imports nothing from ``envs/``. The same package's NAME_PREFIXES table says
+which function registers a name with a prefix (``external:my_agent.py:run``: agentrl.envs.external).
+Third-party packages plug in through the entry-point group ``agentrl.envs``; in their pyproject.toml::
 
     [project.entry-points."agentrl.envs"]
     my_env = "my_pkg.envs:MyEnv"
@@ -25,7 +27,9 @@ import importlib
 import importlib.metadata
 import inspect
 import logging
+import os
 import re
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -35,9 +39,8 @@ from agentrl.errors import ConfigError, UnknownEnv
 
 NAMESPACE = "agentrl"
 ENTRY_POINT_GROUP = "agentrl.envs"
-EXTERNAL = "external:"
-"""Prefix of an agent program trained through the gateway: "external:my_agent.py:run" or "external:cmd:python
-agent.py" (agentrl.envs.external)."""
+BUILTIN_PACKAGE = "agentrl.envs"
+"""The package of the built-in envs: its BUILTIN_ENVS and NAME_PREFIXES tables (data) are read on first use."""
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +48,9 @@ _envs: dict[str, tuple[str, str | Callable[..., Any], str | None]] = {}
 """name -> (gymnasium id, entry point, description or None to read it from the env class docstring)."""
 _hooks: dict[str, str] = {}
 """name -> evaluation hook "module:object" (see agentrl.evaluation)."""
+_prefixes: dict[str, str] = {}
+"""name prefix -> "module:function" that turns the rest of such a name into (entry point, kwargs, description),
+raising ConfigError for a name it cannot register (see NAME_PREFIXES in agentrl/envs/__init__.py)."""
 _loaded = False
 
 
@@ -114,10 +120,10 @@ def _ensure_loaded() -> None:
     if _loaded:
         return
     _loaded = True
-    from agentrl.envs import BUILTIN_ENVS
-
-    for name, (entry_point, description, eval_hook) in BUILTIN_ENVS.items():
+    builtin = importlib.import_module(BUILTIN_PACKAGE)  # by name, like an entry point: the core never imports envs/
+    for name, (entry_point, description, eval_hook) in builtin.BUILTIN_ENVS.items():
         register(name, entry_point, description=description, eval_hook=eval_hook)
+    _prefixes.update(builtin.NAME_PREFIXES)
     load_plugins()
 
 
@@ -140,16 +146,20 @@ def _is_class_path(name: str) -> bool:
     return bool(sep and module and attr.isidentifier() and all(p.isidentifier() for p in module.split(".")))
 
 
+def import_here(module: str) -> Any:
+    """Import a module named on the command line (--env my_env:MyEnv, external:my_agent:run), which may live in
+    the folder the user is in: the current folder is appended to the import path first, as `python -m` has it.
+    Raises ImportError."""
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.append(os.getcwd())
+    return importlib.import_module(module)
+
+
 def _register_class_path(name: str) -> str:
     """Register "module:Class" under its own name after checking it imports; UnknownEnv says what is wrong."""
-    import os
-    import sys
-
     module, _, attr = name.partition(":")
-    if os.getcwd() not in sys.path and "" not in sys.path:  # like `python -m`: a module in the current folder works
-        sys.path.append(os.getcwd())
     try:
-        mod = importlib.import_module(module)
+        mod = import_here(module)
     except ImportError as e:
         raise UnknownEnv(f'cannot import module {module!r} of env "{name}": {e}. Is the package installed, '
                          "or the folder holding it on PYTHONPATH?") from None
@@ -160,25 +170,32 @@ def _register_class_path(name: str) -> str:
     return register(name, name)
 
 
-def _register_external(name: str) -> str:
-    """Register "external:<file.py or module>:<fn>" or "external:cmd:<command line>" (an agent program run
-    through the gateway) after checking that the function loads or the command's program exists; UnknownEnv
-    says what is wrong."""
-    from agentrl.envs.external import resolve_agent
-
-    ref = name[len(EXTERNAL):]
+def _register_prefixed(name: str, prefix: str) -> str:
+    """Register a name with a known prefix ("external:my_agent.py:run") through its package's function, which
+    checks it (the agent loads, the command's program exists); UnknownEnv says what is wrong."""
     try:
-        agent = resolve_agent(ref)
+        entry_point, kwargs, description = _load(_prefixes[prefix])(name[len(prefix):])
     except ConfigError as e:
         raise UnknownEnv(f'env "{name}": {e}') from None
-    return register(name, "agentrl.envs.external:ExternalEnv", kwargs={"agent": agent},
-                    description=f"agent program {ref} through the gateway")
+    return register(name, entry_point, kwargs=kwargs, description=description)
 
 
 def env_class(name: str) -> Any:
     """The class (or callable) an env name makes: "calc", "calc-v0", "agentrl/calc-v0" or "module:Class"."""
     spec = gymnasium.spec(resolve(name))
     return _load(spec.entry_point)
+
+
+def registered_class(name: str) -> Any | None:
+    """The class (or callable) of an env already registered as `name` (a short name or gymnasium id), else None:
+    no plugin scan, no module:Class import, no error. For reading an env's class-level hooks
+    (AgentEnv.summary_metrics) from a trajectory's env_id."""
+    _ensure_loaded()
+    env_id = _lookup(name)
+    try:
+        return _load(gymnasium.spec(env_id).entry_point) if env_id else None
+    except Exception:  # noqa: BLE001 - an env that no longer imports has no hooks to read
+        return None
 
 
 def env_parameters(name: str) -> dict[str, inspect.Parameter] | None:
@@ -243,8 +260,9 @@ def resolve(name: str) -> str:
     suggestion and both ways to make a new env known (an entry point, or naming module:Class)."""
     _ensure_loaded()
     env_id = _lookup(name)
-    if env_id is None and name.startswith(EXTERNAL):
-        return _register_external(name)
+    prefix = next((p for p in _prefixes if name.startswith(p)), None)
+    if env_id is None and prefix is not None:
+        return _register_prefixed(name, prefix)
     if env_id is None and _is_class_path(name):
         return _register_class_path(name)
     if env_id is None:

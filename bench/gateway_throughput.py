@@ -22,13 +22,12 @@ import agentrl  # noqa: F401  # isort: skip  (first: sets OMP_WAIT_POLICY before
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agentrl.envs.external import load_agent  # noqa: E402
-
 from agentrl.engine.embedded import EmbeddedEngine  # noqa: E402
 from agentrl.models import load_tokenizer  # noqa: E402
 from agentrl.rollout.agent_loop import LoopConfig  # noqa: E402
 from agentrl.rollout.chat import ChatRenderer  # noqa: E402
 from agentrl.rollout.collector import collect_group  # noqa: E402
+from agentrl.rollout.programs import load_agent  # noqa: E402
 from tests.envs.test_external import ENV_AS_AGENT  # noqa: E402
 
 
@@ -56,7 +55,7 @@ def main() -> int:
     module, _ = load_agent(name.removeprefix("external:"))
     renderer = ChatRenderer(load_tokenizer(args.model))
     engine = EmbeddedEngine(args.model, seed=0)
-    cfg = LoopConfig(max_new_tokens=args.max_new_tokens, max_context_tokens=2048, max_turns=5, timeout_s=600)
+    cfg = LoopConfig(max_new_tokens=args.max_new_tokens, max_context_tokens=2048, max_turns=5, episode_timeout_s=600)
     seeds = list(range(100, 100 + args.tasks))
     n = args.tasks * args.group_size
     print(f"gateway bench: {args.model}, {args.tasks} tasks × {args.group_size} = {n} episodes/round, 3 turns, "

@@ -1,8 +1,8 @@
 """Built-in environments, installed as agentrl.envs.
 
-This module is plain data: `agentrl.registry` registers each entry with gymnasium (string entry points, so
-nothing is imported before `agentrl.make(...)`) when it is first imported, which `import agentrl` does.
-It imports nothing itself, so there is no import cycle with the registry.
+This module is plain data: `agentrl.registry` reads its tables by this package's name when it is first used
+(which `import agentrl` does) and registers each env with gymnasium (string entry points, so nothing is
+imported before `agentrl.make(...)`). It imports nothing itself, and the core imports nothing from it.
 """
 
 BUILTIN_ENVS: dict[str, tuple[str, str, str | None]] = {
@@ -19,3 +19,9 @@ BUILTIN_ENVS: dict[str, tuple[str, str, str | None]] = {
 }
 """name -> (entry point "module:Class", one-line description for `agentrl envs`, evaluation hook "module:object"
 or None for the generic one: see agentrl.evaluation)."""
+
+NAME_PREFIXES: dict[str, str] = {
+    "external:": "agentrl.envs.external:registration",
+}
+"""name prefix -> "module:function" taking the rest of the name and returning (entry point, constructor kwargs,
+description), or raising ConfigError: how `agentrl.make("external:my_agent.py:run")` finds its env."""

@@ -138,6 +138,6 @@ def test_episode_budgets_have_one_home():
     from agentrl.rollout.agent_loop import LoopConfig
 
     loop, rollout = LoopConfig(), RolloutConfig()
-    assert (loop.max_turns, loop.max_context_tokens, loop.max_new_tokens, loop.timeout_s) == (
+    assert (loop.max_turns, loop.max_context_tokens, loop.max_new_tokens, loop.episode_timeout_s) == (
         rollout.max_turns, rollout.max_context_tokens, rollout.max_new_tokens, rollout.episode_timeout_s)
     assert (loop.temperature, loop.top_p, loop.top_k) == (rollout.temperature, rollout.top_p, rollout.top_k)

@@ -324,11 +324,11 @@ class NoResetEnv(CoinEnv):
 
 
 def test_wall_clock_budget_ends_the_episode_or_the_record_says_why(tmp_path):
-    """Guards --wall-clock-s 60 taking 97 s silently: the loop's deadline is the budget itself (it was budget +
+    """Guards --episode-timeout-s (then --wall-clock-s) 60 taking 97 s silently: the loop's deadline is the budget itself (it was budget +
     300 s), and an episode that still runs over by more than 10 % carries the reason in its record."""
     out = tmp_path / "r.jsonl"
     r = _cli(tmp_path, "--env", "tests.test_evaluation:SlowStepEnv", "--model", "tiny", "--num-tasks", "1",
-             "--wall-clock-s", "1", "--max-new-tokens", "4", "--out", str(out))
+             "--episode-timeout-s", "1", "--max-new-tokens", "4", "--out", str(out))
     assert r.returncode == 0, r.stderr
     rec = json.loads(out.read_text())
     assert rec["termination"] == "timeout", rec

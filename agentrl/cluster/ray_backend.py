@@ -314,7 +314,7 @@ class RayBackend:
         self, worker: _Worker, seed, member, group_id, cfg: LoopConfig, expert: bool
     ) -> Trajectory:
         """The episode's result from `worker`; _WorkerLost if the worker died under it (or stopped answering)."""
-        deadline = (FAILURE_RETRIES + 1) * (cfg.timeout_s + EPISODE_MARGIN_S)
+        deadline = (FAILURE_RETRIES + 1) * (cfg.episode_timeout_s + EPISODE_MARGIN_S)
         ref = worker.actor.run_episode.remote(seed, member, group_id, expert, cfg)
         try:
             return await asyncio.wait_for(_awaitable(ref), deadline)

@@ -56,7 +56,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backend", default="auto", help="sandbox backend: auto | docker | bwrap | local")
     parser.add_argument("--max-turns", "--max-steps", dest="max_turns", type=int, default=None,
                         help="tool calls per episode (default: the env preset's rollout.max_turns)")
-    parser.add_argument("--wall-clock-s", type=float, default=None,
+    parser.add_argument("--episode-timeout-s", type=float, default=None,
                         help="seconds per episode, generation included, then graded as it stands "
                              "(default: rollout.episode_timeout_s)")
     parser.add_argument("--max-new-tokens", type=int, default=None,
@@ -100,8 +100,8 @@ def episode_budget(args: argparse.Namespace) -> dict:
     loop = LoopConfig.from_rollout(load_config(args.env).rollout)
     given = {"max_turns": args.max_turns, "max_new_tokens": args.max_new_tokens,
              "max_context_tokens": args.max_context_tokens, "max_format_errors": args.max_format_errors,
-             "wall_clock_s": args.wall_clock_s}
-    preset = {**{k: getattr(loop, k) for k in given if k != "wall_clock_s"}, "wall_clock_s": loop.timeout_s}
+             "episode_timeout_s": args.episode_timeout_s}
+    preset = {k: getattr(loop, k) for k in given}
     return {k: preset[k] if v is None else v for k, v in given.items()}
 
 

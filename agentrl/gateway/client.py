@@ -2,11 +2,13 @@
 
 Point any OpenAI-compatible client at `client.base_url` with `client.api_key` (``openai.AsyncOpenAI(
 base_url=client.base_url, api_key=client.api_key)``, LangChain's ``ChatOpenAI(base_url=…)``, …), or use
-`client.chat(...)`, a dependency-free call of /chat/completions that returns the response as a dict.
+`client.chat(...)`, a dependency-free call of /chat/completions that returns the response as a dict (awaited in
+async code, called directly from a plain def).
 """
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,10 +39,20 @@ class AgentClient:
         """The bearer-key header of this session."""
         return {"Authorization": f"Bearer {self.api_key}"}
 
-    async def chat(self, messages: list[dict[str, Any]], **params: Any) -> dict[str, Any]:
+    def chat(self, messages: list[dict[str, Any]], **params: Any) -> Any:
         """POST /chat/completions with `messages` and any OpenAI parameters; the response JSON.
 
-        Raises GatewayError when the gateway answers with an error (a spent budget, a bad request)."""
+        In async code (an event loop runs in this thread) it returns an awaitable: ``await client.chat(...)``.
+        Elsewhere (a plain `def run`, which runs in a thread of its own; a script) it makes the call and returns
+        the response. Raises GatewayError when the gateway answers with an error (a spent budget, a bad request)."""
+        call = self._chat(messages, **params)
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(call)
+        return call
+
+    async def _chat(self, messages: list[dict[str, Any]], **params: Any) -> dict[str, Any]:
         body = {"model": self.model, "messages": messages, **params}
         timeout = aiohttp.ClientTimeout(total=self.timeout_s)  # not aiohttp's default 5 minutes
         async with aiohttp.ClientSession(timeout=timeout) as http, \

@@ -50,11 +50,14 @@ class Gateway:
         model_name: the id /v1/models lists.
         admin_api_key: the bearer key of the session routes (POST /sessions, GET|DELETE /sessions/{id});
             None leaves them open (bind to loopback then).
+        drain_s: seconds `close` lets calls in flight finish before it cancels them (an episode's own gateway
+            uses 0: once the episode is over, a late call has nobody to answer).
     """
 
     def __init__(self, engine: Engine, renderer: ChatRenderer, *, sampling: SamplingParams | None = None,
-                 model_name: str = "agentrl", admin_api_key: str | None = None):
+                 model_name: str = "agentrl", admin_api_key: str | None = None, drain_s: float = 60.0):
         self.engine, self.renderer = engine, renderer
+        self.drain_s = drain_s
         self.admin_api_key = admin_api_key
         self.sampling = sampling or SamplingParams()
         self.model_name = model_name
@@ -222,7 +225,7 @@ class Gateway:
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
         """Serve on host:port (0: a free port); returns the base URL."""
-        self._runner = web.AppRunner(self.app(), access_log=None)
+        self._runner = web.AppRunner(self.app(), access_log=None, shutdown_timeout=self.drain_s)
         await self._runner.setup()
         site = web.TCPSite(self._runner, host, port)
         await site.start()

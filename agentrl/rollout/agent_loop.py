@@ -16,6 +16,11 @@ end-of-turn; logprob 0.0, version -1) and held to the same max_new_tokens budget
 The loop owns the episode budget (LoopConfig: turns, context tokens, tokens per turn, wall-clock time,
 format errors in a row). When one of its own budgets ends an episode, the env may close it out through
 `AgentEnv.end_episode` (its final info; a grade of what stands when LoopConfig.grade_at_budget is set).
+
+An env with an `agent_program` (agentrl.envs.external) is played by that program instead of the policy: after
+the same reset, the program runs against a gateway session in front of the engine, under the same budgets
+(rollout.programs.play), and its episode ends and is recorded by the same code as any other (`_End`,
+`_record`).
 """
 
 from __future__ import annotations
@@ -31,6 +36,8 @@ from typing import Any
 from agentrl.config import RolloutConfig, default
 from agentrl.engine.protocol import Engine, Generation, SamplingParams
 from agentrl.errors import SandboxError
+from agentrl.gateway import SessionLimits
+from agentrl.rollout import programs
 from agentrl.rollout.chat import ChatRenderer, Conversation
 from agentrl.rollout.seeds import turn_seed
 from agentrl.types import TerminationReason as TR
@@ -53,7 +60,7 @@ class LoopConfig:
     """Tokens in the sequence sent to the engine (prompt + all turns) before it ends as max_tokens."""
     max_new_tokens: int = _default("max_new_tokens")
     """Sampled tokens per turn (less when the context budget has less room)."""
-    timeout_s: float = _default("episode_timeout_s")
+    episode_timeout_s: float = _default("episode_timeout_s")
     """Wall-clock seconds per episode (reset, generation and env steps) before it ends as timeout."""
     max_format_errors: int = _default("max_format_errors")
     """Consecutive steps with info["format_error"] before the episode ends as format_errors (the loop is the
@@ -70,7 +77,7 @@ class LoopConfig:
         """The loop settings of a rollout config section (training, its held-out eval, `agentrl eval`), with
         `changes` on top (e.g. greedy decoding)."""
         loop = cls(max_turns=r.max_turns, max_context_tokens=r.max_context_tokens, max_new_tokens=r.max_new_tokens,
-                   timeout_s=r.episode_timeout_s, max_format_errors=r.max_format_errors, temperature=r.temperature,
+                   episode_timeout_s=r.episode_timeout_s, max_format_errors=r.max_format_errors, temperature=r.temperature,
                    top_p=r.top_p, top_k=r.top_k)
         return replace(loop, **changes)
 
@@ -214,6 +221,9 @@ class _Episode:
     info: dict = field(default_factory=dict)
     format_errors: int = 0
     errors_in_row: int = 0
+    forks: int = 0
+    metrics: dict = field(default_factory=dict)
+    """Metrics of an agent program's gateway session (gateway/*)."""
 
 
 async def run_episode(env, engine: Engine | None, tokenizer: Any, cfg: LoopConfig | None = None, *,
@@ -226,8 +236,8 @@ async def run_episode(env, engine: Engine | None, tokenizer: Any, cfg: LoopConfi
     be None), else `engine`. `tokenizer` may be a ChatRenderer (to reuse one, or to use another chat
     template). With `sampling_seed`, turn k samples with seed turn_seed(sampling_seed, k), so an episode's
     samples do not depend on request scheduling (resumed runs reproduce them); without it the engine picks.
-    An env with `run_agent` (agentrl.envs.external) plays the episode itself: its agent program calls the
-    engine through a gateway session, and the env fills in the trajectory.
+    An env with an `agent_program` is played by it (the engine answers its calls through a gateway session),
+    except under a scripted policy.
     """
     cfg, renderer = cfg or LoopConfig(), as_renderer(tokenizer)
     if policy is None and engine is None and not expert:
@@ -239,14 +249,11 @@ async def run_episode(env, engine: Engine | None, tokenizer: Any, cfg: LoopConfi
     spec = getattr(env, "spec", None)
     traj = Trajectory(id=trajectory_id or uuid.uuid4().hex, group_id=group_id,
                       env_id=spec.id if spec else type(env).__name__, task_id="", expert=policy.expert)
-    run_agent = getattr(env, "run_agent", None)
-    if run_agent is not None and not policy.expert:  # an agent program drives the episode (agentrl.envs.external)
-        await run_agent(engine, renderer, cfg, traj, seed=seed, options=options, sampling_seed=sampling_seed)
-        return traj
     start = time.monotonic()
-    ep = _Episode(env, policy, renderer, cfg, traj, sampling_seed, deadline=start + cfg.timeout_s)
+    ep = _Episode(env, policy, renderer, cfg, traj, sampling_seed, deadline=start + cfg.episode_timeout_s)
+    play = _play_program if getattr(env, "agent_program", None) is not None and not policy.expert else _play
     try:
-        await _play(ep, seed, options)
+        await play(ep, seed, options)
     except _End as end:
         traj.termination, traj.termination_detail = end.reason, end.detail
         if end.budget:
@@ -264,6 +271,22 @@ async def _play(ep: _Episode, seed: int | None, options: dict | None) -> None:
     for _ in range(ep.cfg.max_turns):
         await _turn(ep)
     raise _End(TR.MAX_TURNS, budget=True)
+
+
+async def _play_program(ep: _Episode, seed: int | None, options: dict | None) -> None:
+    """Reset, then the env's agent program plays the episode against a gateway session with the loop's budgets
+    and sampling, until it returns or the deadline; its session's record is the episode's. Ends with an _End."""
+    _, info = await _guard(lambda: _reset(ep.env, seed, options), ep.deadline, TR.ENV_ERROR)
+    ep.traj.task_id = str(info.get("task_id", ""))
+    cfg = ep.cfg
+    limits = SessionLimits(max_calls=cfg.max_turns, max_context_tokens=cfg.max_context_tokens,
+                           max_new_tokens=cfg.max_new_tokens)
+    out = await programs.play(ep.env.agent_program, info.get("task"), ep.policy.engine, ep.renderer,
+                              sampling=ep.policy.sampling, limits=limits, session_id=ep.traj.id,
+                              sampling_seed=ep.sampling_seed, deadline=ep.deadline, budget_s=cfg.episode_timeout_s)
+    ep.traj.segments, ep.traj.turns, ep.forks = out.segments, out.turns, max(len(out.segments) - 1, 0)
+    ep.reward, ep.info, ep.metrics = out.reward, out.info, out.metrics
+    raise _End(out.termination, out.detail, budget=out.termination in (TR.MAX_TURNS, TR.MAX_TOKENS))
 
 
 async def _turn(ep: _Episode) -> None:
@@ -319,18 +342,21 @@ async def _end_by_budget(ep: _Episode) -> None:
 
 
 def _record(ep: _Episode, start: float) -> None:
-    """Fill in the trajectory's segments, reward, final info and metrics (whatever ended the episode)."""
+    """Fill in the trajectory's segments, reward, final info and metrics (whatever ended the episode, whoever
+    played it: the policy's conversation, or an agent program's session)."""
     traj, conv = ep.traj, ep.conv
-    traj.segments = conv.segments if conv else []
+    if conv is not None:
+        traj.segments, ep.forks = conv.segments, conv.forks
     traj.reward, traj.reward_info = ep.reward, _json_safe(ep.info)
     traj.metrics = {
         "rollout/turns": len(traj.turns),
-        "rollout/forks": conv.forks if conv else 0,
+        "rollout/forks": ep.forks,
         "rollout/format_errors": ep.format_errors,
         "rollout/length_truncated_actions": sum(t.finish_reason == "length" for t in traj.turns),
         "rollout/tokens": traj.num_tokens,
         "rollout/action_tokens": traj.num_action_tokens,
-        "timing/generate_s": sum(t.timings["generate_s"] for t in traj.turns),
+        "timing/generate_s": sum(t.timings.get("generate_s", 0.0) for t in traj.turns),
         "timing/env_s": sum(t.timings.get("env_s", 0.0) for t in traj.turns),
         "timing/episode_s": time.monotonic() - start,
+        **ep.metrics,
     }

@@ -10,11 +10,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from agentrl.engine.protocol import Engine
+from agentrl.registry import make, registered_class
 from agentrl.rollout.agent_loop import LoopConfig, as_renderer, run_episode
 from agentrl.rollout.seeds import member_sampling_seed
 from agentrl.types import FAILURE_POLICY, FailureAction, TerminationReason, Trajectory
@@ -28,8 +29,6 @@ EnvFactory = Callable[[], Any] | str
 
 def _make_env(env_factory: EnvFactory) -> Any:
     if isinstance(env_factory, str):
-        from agentrl.registry import make
-
         return make(env_factory)
     return env_factory()
 
@@ -88,7 +87,8 @@ async def collect_group(env_factory: EnvFactory, engine: Engine | None, tokenize
 
 
 def summarize(trajectories: Sequence[Trajectory]) -> dict[str, float]:
-    """Rollout metrics over trajectories: counts per termination reason, means of reward, turns, tokens, forks."""
+    """Rollout metrics over trajectories: counts per termination reason, means of reward, turns, tokens, forks,
+    gateway rates of agent programs, and each env's own (AgentEnv.summary_metrics)."""
     n = len(trajectories)
     out: dict[str, float] = {f"termination/{r.value}": 0 for r in TerminationReason}
     out.update({f"termination/{r.value}": c for r, c in Counter(t.termination for t in trajectories).items()})
@@ -101,19 +101,25 @@ def summarize(trajectories: Sequence[Trajectory]) -> dict[str, float]:
     for key in ("rollout/forks", "rollout/format_errors", "rollout/retries", "rollout/length_truncated_actions",
                 "rollout/workers_lost"):
         out[key] = sum(t.metrics.get(key, 0) for t in trajectories)
-    # reward hacking telemetry (swe_lite): changes the grader refused, and graded runs it found invalid
-    graded = [i for i in (t.reward_info or {} for t in trajectories) if i.get("grading_valid") or i.get("grading_reason")]
-    if graded:
-        out["rollout/suspicious_share"] = sum(bool(i.get("suspicious")) for i in graded) / len(graded)
-        out["rollout/invalid_grading_share"] = sum(not i.get("grading_valid") for i in graded) / len(graded)
-        out["rollout/refused_share"] = sum(bool(i.get("grading_refused")) for i in graded) / len(graded)
+    out.update(env_summary_metrics(trajectories))
     sessions = [t.metrics for t in trajectories if "gateway/calls" in t.metrics]
-    if sessions:  # episodes of agent programs (agentrl.envs.external): calls that re-rendered history, segments
+    if sessions:  # episodes of agent programs (AgentEnv.agent_program): calls that re-rendered history, segments
         extendable = sum(max(m["gateway/calls"] - 1, 0) for m in sessions)
         out["gateway/prefix_mismatch_rate"] = sum(m["gateway/prefix_mismatches"] for m in sessions) / max(extendable, 1)
         out["gateway/segments_mean"] = sum(m["gateway/segments"] for m in sessions) / len(sessions)
         out["gateway/calls_mean"] = sum(m["gateway/calls"] for m in sessions) / len(sessions)
-    levels = [i["level"] for i in (t.reward_info or {} for t in trajectories) if isinstance(i.get("level"), int)]
-    if levels:  # an env with difficulty levels (swe_lite): which level the step trained on, also under level=auto
-        out["rollout/level_mean"] = sum(levels) / len(levels)
+    return out
+
+
+def env_summary_metrics(trajectories: Sequence[Trajectory]) -> dict[str, float]:
+    """What each env adds to a step's metrics (AgentEnv.summary_metrics) from its episodes' final infos; the env
+    is found by the trajectories' env_id among the envs registered in this process."""
+    infos: dict[str, list[dict]] = defaultdict(list)
+    for t in trajectories:
+        infos[t.env_id].append(t.reward_info or {})
+    out: dict[str, float] = {}
+    for env_id, group in infos.items():
+        hook = getattr(registered_class(env_id), "summary_metrics", None)
+        if callable(hook):
+            out.update(hook(group))
     return out

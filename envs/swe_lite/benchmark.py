@@ -70,7 +70,7 @@ async def resolved_rate(cfg, engine, tokenizer, tasks: list[Task], level: int, *
     kwargs.pop("curriculum", None)
     job = EvalConfig(env=cfg.env.name, split=None, model="benchmark", transcripts=episodes_path is not None,
                      concurrency=concurrency or cfg.rollout.concurrency)
-    loop_cfg = LoopConfig.from_rollout(cfg.rollout, temperature=0.0, top_p=1.0, top_k=-1, timeout_s=EVAL_WALL_CLOCK_S,
+    loop_cfg = LoopConfig.from_rollout(cfg.rollout, temperature=0.0, top_p=1.0, top_k=-1, episode_timeout_s=EVAL_WALL_CLOCK_S,
                                        grade_at_budget=True)
     index = {t.instance_id: i for i, t in enumerate(tasks)}
     kept = [rec for (iid, _), rec in (done or {}).items() if iid in index]

@@ -106,6 +106,20 @@ class SweLiteEnv(AgentEnv):
         return {"curriculum": levels.Curriculum(0, threshold=kwargs.get("promote_at", 0.5),
                                                 window=kwargs.get("promote_window", 16))}
 
+    @classmethod
+    def summary_metrics(cls, infos: list[dict[str, Any]]) -> dict[str, float]:
+        """Step metrics (AgentEnv.summary_metrics): over the graded episodes, the shares the grader found suspicious,
+        invalid or refused (reward-hacking telemetry); over all, the mean level trained on (also under level=auto)."""
+        out, graded = {}, [i for i in infos if i.get("grading_valid") or i.get("grading_reason")]
+        if graded:
+            out["rollout/suspicious_share"] = sum(bool(i.get("suspicious")) for i in graded) / len(graded)
+            out["rollout/invalid_grading_share"] = sum(not i.get("grading_valid") for i in graded) / len(graded)
+            out["rollout/refused_share"] = sum(bool(i.get("grading_refused")) for i in graded) / len(graded)
+        levels_ = [i["level"] for i in infos if isinstance(i.get("level"), int)]
+        if levels_:
+            out["rollout/level_mean"] = sum(levels_) / len(levels_)
+        return out
+
     # ---- sandboxes -------------------------------------------------------------------------------------
     def _acquire(self):
         if self.pool is not None:

@@ -78,7 +78,7 @@ class SweLiteEvalHook(EvalHook):
 
         loop = job.loop_config()
         self.pool = SandboxPool(backend=job.backend, max_concurrency=max(1, job.concurrency), warm=0)
-        return {"tasks": self._tasks, "pool": self.pool, "max_steps": loop.max_turns, "wall_clock_s": loop.timeout_s}
+        return {"tasks": self._tasks, "pool": self.pool, "max_steps": loop.max_turns, "wall_clock_s": loop.episode_timeout_s}
 
     def policy(self, job: EvalConfig) -> ScriptedPolicy:
         """gold: write the fixed files in the agent's sandbox, then submit; empty: submit at once; expert: the

@@ -9,7 +9,10 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import socket
+import sys
 import textwrap
+import time
 
 import pytest
 
@@ -22,8 +25,10 @@ from tests.gateway.fixtures import engine, episodes, renderer, serial_engine  # 
 
 TWO_CALLS = '''
 TASKS = [{"id": "hi", "question": "Say hi."}, {"id": "bye", "question": "Say bye."}]
+URLS = []
 
 async def run(task, client):
+    URLS.append(client.base_url)
     msgs = [{"role": "user", "content": task["question"]}]
     reply = await client.chat(msgs, max_tokens=6)
     msgs += [reply["choices"][0]["message"], {"role": "user", "content": "Again."}]
@@ -41,8 +46,11 @@ def agent_file(tmp_path, source: str, name: str = "agent.py") -> str:
 def test_an_agent_program_yields_trajectories_with_the_sessions_exact_tokens(serial_engine, renderer, tmp_path):
     """Guards the env path: a group of two episodes of a two-call agent gives two scored trajectories, one
     segment each, both calls as turns, the reward the program returned, gateway metrics, and no gateway left
-    running; the same task seed reproduces the same samples (sessions seed each call like the agent loop)."""
-    from agentrl.envs import external
+    running (each episode's gateway is closed with it); the same task seed reproduces the same samples (sessions
+    seed each call like the agent loop)."""
+    from urllib.parse import urlsplit
+
+    from agentrl.rollout.programs import load_agent
 
     engine, name = serial_engine, agent_file(tmp_path, TWO_CALLS)
     trajs = episodes(engine, renderer, name)
@@ -56,7 +64,11 @@ def test_an_agent_program_yields_trajectories_with_the_sessions_exact_tokens(ser
     assert trajs[0].segments[0].token_ids != trajs[1].segments[0].token_ids  # members sample differently
     again = episodes(engine, renderer, name)
     assert [t.segments for t in again] == [t.segments for t in trajs]
-    assert external._gateways == {}
+    urls = load_agent(name.removeprefix("external:"))[0].URLS
+    assert len(urls) == 4
+    for url in urls:  # each episode's gateway is closed with it
+        with socket.socket() as s:
+            assert s.connect_ex(("127.0.0.1", urlsplit(url).port)) != 0, url
     stats = summarize(trajs)
     assert stats["gateway/prefix_mismatch_rate"] == 0.0 and stats["gateway/segments_mean"] == 1.0
 
@@ -73,7 +85,7 @@ def test_a_failing_agent_program_is_a_masked_env_error(engine, renderer, tmp_pat
     src = f"import asyncio\n\nasync def run(task, client):\n    await client.chat([{{'role': 'user', 'content': 'hi'}}])\n    {body}\n"
     if "no model call" in detail:
         src = "async def run(task, client):\n    return 1.0\n"
-    trajs = episodes(engine, renderer, agent_file(tmp_path, src), group_size=1, timeout_s=2)
+    trajs = episodes(engine, renderer, agent_file(tmp_path, src), group_size=1, episode_timeout_s=2)
     (t,) = trajs
     assert t.termination is TerminationReason.ENV_ERROR and not scored(t.termination)
     assert t.termination_detail.startswith(detail), t.termination_detail
@@ -117,6 +129,115 @@ def test_a_synchronous_agent_with_its_own_http_client_works(engine, renderer, tm
     assert t.termination is TerminationReason.DONE and t.reward == 1.0 and len(t.turns) == 1
 
 
+def test_a_busy_sync_agent_past_its_deadline_is_stopped_in_its_thread(engine, renderer, tmp_path):
+    """A plain def that spins forever after its call cannot be killed from outside; at the deadline the episode
+    is a masked env_error saying so, and ProgramStopped, raised in its thread, ends the spinning (the old code
+    left it burning a core, and a worker thread, for the rest of the run)."""
+    import threading
+
+    from agentrl.rollout.programs import load_agent
+
+    name = agent_file(tmp_path, '''
+    import threading
+    THREADS = []
+
+    def run(task, client):
+        THREADS.append(threading.get_ident())
+        while True:
+            pass
+    ''', name="busy.py")
+    (t,) = episodes(engine, renderer, name, group_size=1, episode_timeout_s=2)
+    assert t.termination is TerminationReason.ENV_ERROR and not scored(t.termination)
+    assert t.termination_detail.startswith("the agent program ran past the episode deadline (2s)")
+    assert "ProgramStopped was raised in its thread" in t.termination_detail
+    (ident,) = load_agent(name.removeprefix("external:"))[0].THREADS
+    deadline = time.monotonic() + 30
+    while any(th.ident == ident for th in threading.enumerate()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(th.ident == ident for th in threading.enumerate()), "the agent's thread still runs"
+
+
+SYNC_CHAT = '''
+def run(task, client):
+    reply = client.chat([{"role": "user", "content": "Say hi."}], max_tokens=4)
+    return 1.0 if reply["choices"][0]["message"]["role"] == "assistant" else 0.0
+'''
+
+
+def _eval(env: str, out, capsys) -> list[dict]:
+    """`agentrl eval --env ENV --model tiny` on two seed tasks; the records (the command must exit 0)."""
+    from agentrl.cli import main
+
+    argv = ["eval", "--env", env, "--model", "tiny", "--num-tasks", "2", "--max-new-tokens", "4", "--quiet",
+            "--out", str(out)]
+    code = main(argv)
+    assert code == 0, capsys.readouterr().err
+    return [json.loads(x) for x in out.read_text().splitlines()]
+
+
+def test_client_chat_from_a_plain_def_makes_the_call(tmp_path, capsys):
+    """docs/gateway.md says a plain def runs in a thread and sync clients work; `client.chat(...)` from one used to
+    return a coroutine nobody awaited (no call, an env_error blaming `'coroutine' object is not subscriptable`,
+    and a stray "never awaited" warning). Now it blocks and returns the response, through `agentrl eval`."""
+    import gc
+    import warnings
+
+    name = agent_file(tmp_path, SYNC_CHAT, name="sync_chat.py")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        rows = _eval(name, tmp_path / "eval.jsonl", capsys)
+        gc.collect()
+    assert [(r["termination"], r["reward"], r["turns"]) for r in rows] == [("done", 1.0, 1)] * 2, rows
+    assert not [w for w in caught if "never awaited" in str(w.message)]
+
+
+@pytest.mark.parametrize("form", ["file", "module"])
+def test_an_agent_imports_its_sibling_module(tmp_path, monkeypatch, capsys, form):
+    """`external:agent_dir/agent.py:run` (from another folder) and `external:agent:run` (from the agent's folder)
+    import a helper module beside the agent, as `python agent.py` and `--env module:Class` would; both failed
+    with ModuleNotFoundError unless PYTHONPATH was set."""
+    folder = tmp_path / "agent_dir"
+    folder.mkdir()
+    helpers, agent = f"sibling_helpers_{form}", f"sibling_agent_{form}"
+    (folder / f"{helpers}.py").write_text("def question():\n    return 'Say hi.'\n")
+    (folder / f"{agent}.py").write_text(
+        f"import {helpers}\n\n\nasync def run(task, client):\n"
+        f"    await client.chat([{{'role': 'user', 'content': {helpers}.question()}}], max_tokens=4)\n"
+        "    return 1.0\n")
+    monkeypatch.setattr(sys, "path", list(sys.path))  # the test process's path is restored afterwards
+    for module in (helpers, agent):
+        monkeypatch.delitem(sys.modules, module, raising=False)
+    monkeypatch.chdir(tmp_path if form == "file" else folder)
+    env = f"external:agent_dir/{agent}.py:run" if form == "file" else f"external:{agent}:run"
+    rows = _eval(env, tmp_path / "eval.jsonl", capsys)
+    assert [(r["termination"], r["reward"]) for r in rows] == [("done", 1.0)] * 2, rows
+
+
+def test_an_agent_file_runs_once_when_episodes_make_their_envs_at_the_same_time(tmp_path):
+    """Guards a race: each episode makes its env in a worker thread, and the first ones of a run could each find
+    the module cache empty and run the agent file again (one episode then appended to a list the next never
+    saw). Eight threads load a file that takes 0.3 s to import; it must run once."""
+    import threading
+
+    from agentrl.rollout.programs import load_agent
+
+    runs = tmp_path / "runs"
+    name = agent_file(tmp_path, f"import time\nopen({str(runs)!r}, 'a').write('x')\ntime.sleep(0.3)\n"
+                                "async def run(task, client):\n    return 1.0\n", name="slow_import.py")
+    start, modules = threading.Barrier(8), []
+
+    def load():
+        start.wait()
+        modules.append(load_agent(name.removeprefix("external:"))[0])
+
+    threads = [threading.Thread(target=load) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert runs.read_text() == "x" and len({id(m) for m in modules}) == 1
+
+
 def test_unknown_agent_files_and_functions_are_named(tmp_path):
     """`--env external:…` with a missing file or function fails at once with the name, not per episode."""
     with pytest.raises(UnknownEnv, match=re.escape("does not exist")):
@@ -154,8 +275,7 @@ def test_the_example_openai_agent_round_trips_a_tool_call_and_earns_its_reward(r
     as a `tool` message rendered after the sampled ids, and the reward is the program's verdict (1.0)."""
     from pathlib import Path
 
-    from agentrl.envs.external import load_agent
-
+    from agentrl.rollout.programs import load_agent
     from agentrl.tool_calls import format_call
     from tests.engine.scripted_engine import ScriptedEngine
 
@@ -215,12 +335,12 @@ async def run(task, client):
 def test_an_env_played_through_the_gateway_gives_the_agent_loops_trajectory(serial_engine, renderer, tmp_path):
     """The gateway is the agent loop turned inside out: the same env played by the in-process agent loop and by
     an OpenAI-style program through the gateway, with the same task and sampling seeds, gives the same token
-    ids, loss masks, logprobs and rewards."""
-    from agentrl.envs.external import load_agent
+    ids, loss masks, logprobs and rewards, recorded by the same code (the same metrics)."""
+    from agentrl.rollout.programs import load_agent
 
     engine, name = serial_engine, agent_file(tmp_path, ENV_AS_AGENT)
     module, _ = load_agent(name.removeprefix("external:"))
-    cfg = LoopConfig(max_new_tokens=6, max_context_tokens=512, max_turns=5, timeout_s=60)
+    cfg = LoopConfig(max_new_tokens=6, max_context_tokens=512, max_turns=5, episode_timeout_s=60)
 
     async def both():
         loop = await collect_group(module.EchoEnv, engine, renderer, seed=9, group_size=2, cfg=cfg)
@@ -233,3 +353,7 @@ def test_an_env_played_through_the_gateway_gives_the_agent_loops_trajectory(seri
         assert len(a.segments) == len(b.segments) == 1 and a.reward == b.reward
         assert b.segments == a.segments
         assert [u.action_span for u in b.turns] == [u.action_span for u in a.turns]
+        # one record builder: the same metric keys (plus the session's gateway/*), counted the same way
+        assert {k for k in b.metrics if not k.startswith("gateway/")} == set(a.metrics)
+        for key in ("rollout/turns", "rollout/forks", "rollout/tokens", "rollout/action_tokens"):
+            assert a.metrics[key] == b.metrics[key], key

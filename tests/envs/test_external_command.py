@@ -72,8 +72,6 @@ def alive(pid: int) -> bool:
 def test_a_command_agent_yields_the_exact_sampled_tokens_and_its_printed_reward(engine, renderer, tmp_path):
     """Guards the command path: a two-call script gives one segment whose action spans hold exactly the ids (and
     logprobs) the engine returned, and the reward is the last non-empty stdout line."""
-    from agentrl.envs import external
-
     rec = Recording(engine)
     (t,) = episodes(rec, renderer, command(tmp_path, TWO_CALLS))
     assert t.termination is TerminationReason.DONE, t.termination_detail
@@ -86,16 +84,15 @@ def test_a_command_agent_yields_the_exact_sampled_tokens_and_its_printed_reward(
         assert seg.loss_mask[a:b] == [1] * (b - a)
     assert sum(seg.loss_mask) == t.num_action_tokens == sum(len(g.output_ids) for g in rec.returned)
     assert t.reward == len(t.turns[-1].action_text.removesuffix("<|im_end|>")) % 2
-    assert external._gateways == {}
 
 
-def test_a_json_reward_line_keeps_its_other_scalar_keys_as_reward_info(engine, renderer, tmp_path):
-    """A last line {"reward": r, ...} is the reward with the rest as reward_info (non-scalars dropped), as for a
-    Python agent's dict."""
+def test_a_json_reward_line_keeps_its_other_keys_as_reward_info(engine, renderer, tmp_path):
+    """A last line {"reward": r, ...} is the reward with the rest as reward_info, as for a Python agent's dict
+    (and an env's final info: the agent loop's one record builder keeps JSON values as they are)."""
     src = CHAT + 'chat([{"role": "user", "content": "hi"}])\nprint(json.dumps({"reward": 0.25, "steps": 1, "log": [1]}))\n'
     (t,) = episodes(engine, renderer, command(tmp_path, src))
     assert t.termination is TerminationReason.DONE and t.reward == 0.25, t.termination_detail
-    assert t.reward_info == {"steps": 1}
+    assert t.reward_info == {"steps": 1, "log": [1]}
 
 
 @pytest.mark.parametrize("body, detail", [
@@ -139,7 +136,7 @@ def test_a_command_past_the_deadline_is_killed_with_its_children(engine, rendere
     """The episode deadline kills the command's whole process group (here the script and a child it started):
     env_error, and neither process is left running."""
     pids = tmp_path / "pids"
-    (t,) = episodes(engine, renderer, command(tmp_path, HANGS) + f" {pids}", timeout_s=4)
+    (t,) = episodes(engine, renderer, command(tmp_path, HANGS) + f" {pids}", episode_timeout_s=4)
     assert t.termination is TerminationReason.ENV_ERROR
     assert t.termination_detail.startswith("the agent program ran past the episode deadline (4s)")
     assert t.termination_detail.endswith("(its process group was killed)"), t.termination_detail
@@ -152,9 +149,8 @@ def test_a_command_past_the_deadline_is_killed_with_its_children(engine, rendere
 
 def test_a_cancelled_episode_kills_its_command(tmp_path):
     """Cancelling the episode (the run stopping) kills the process group in CommandAgent's finally."""
-    from agentrl.envs.external import CommandAgent
-
     from agentrl.gateway import AgentClient
+    from agentrl.rollout.programs import CommandAgent
 
     pids = tmp_path / "pids"
     (tmp_path / "hang.py").write_text(HANGS)
@@ -202,7 +198,7 @@ def test_a_helper_that_left_the_commands_session_is_killed_too(engine, renderer,
     holding the command's stdout no longer keeps a finished episode waiting until the deadline."""
     pids = tmp_path / "pids"
     try:
-        (t,) = episodes(engine, renderer, command(tmp_path, ESCAPES) + f" {pids} {ending} {helper_out}", timeout_s=6)
+        (t,) = episodes(engine, renderer, command(tmp_path, ESCAPES) + f" {pids} {ending} {helper_out}", episode_timeout_s=6)
         helper = int(pids.read_text())
         if ending == "exit":
             assert t.termination is TerminationReason.DONE and t.reward == 1.0, t.termination_detail
@@ -247,7 +243,7 @@ def test_a_default_task_is_the_seed(engine, renderer, tmp_path):
 def test_relative_paths_in_the_command_become_absolute(tmp_path, monkeypatch):
     """A script named relative to the current directory runs from any worker directory; flags and a program on
     PATH stay as given."""
-    from agentrl.envs.external import command_argv
+    from agentrl.rollout.programs import command_argv
 
     (tmp_path / "agent.py").write_text("print(1)\n")
     monkeypatch.chdir(tmp_path)

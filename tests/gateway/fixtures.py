@@ -59,6 +59,6 @@ def renderer():
 
 def episodes(engine, renderer, env_name: str, *, group_size: int = 2, seed: int = 5, env_kwargs=None, **loop):
     """One GRPO group of `env_name` collected on `engine` (LoopConfig fields as keyword overrides)."""
-    cfg = LoopConfig(**{"max_new_tokens": 6, "max_context_tokens": 512, "max_turns": 4, "timeout_s": 60, **loop})
+    cfg = LoopConfig(**{"max_new_tokens": 6, "max_context_tokens": 512, "max_turns": 4, "episode_timeout_s": 60, **loop})
     return asyncio.run(collect_group(lambda: agentrl.make(env_name, **(env_kwargs or {})), engine, renderer,
                                      seed=seed, group_size=group_size, cfg=cfg))

@@ -113,6 +113,31 @@ def test_an_edited_history_starts_a_new_segment(engine, renderer):
     assert sum(segments[1].loss_mask) == len(rec.calls[1][1].output_ids)
 
 
+@pytest.mark.parametrize("sent_back, mismatches", [("as received", 0), ("stripped", 1)])
+def test_a_reply_sent_back_without_its_trailing_newline_is_a_prefix_mismatch(renderer, sent_back, mismatches):
+    """What docs/gateway.md tells shell-agent authors: the model's reply "Hi.\\n" sent back byte for byte extends
+    the session; sent back as "Hi." (what `$(...)` in a shell leaves of it) it is another message, so the call
+    starts a new segment and counts as a prefix mismatch."""
+    tok = renderer.tokenizer
+    engine = ScriptedEngine([tok.encode("Hi.\n", add_special_tokens=False) + [renderer.eot_token_id]] * 2)
+
+    async def go():
+        async with serving(engine, renderer) as gw:
+            session = gw.open_session()
+            client = AgentClient(session.base_url, session.api_key)
+            msgs = [{"role": "user", "content": "Greet me."}]
+            reply = (await client.chat(msgs))["choices"][0]["message"]
+            assert reply["content"] == "Hi.\n"
+            if sent_back == "stripped":
+                reply = {**reply, "content": reply["content"].rstrip("\n")}
+            await client.chat(msgs + [reply, {"role": "user", "content": "Again."}])
+            return gw.close_session(session.id)
+
+    session = asyncio.run(go())
+    assert session.metrics()["gateway/prefix_mismatches"] == mismatches
+    assert len(session.segments()[0]) == 1 + mismatches
+
+
 def test_n_choices_become_segments_that_train_each_sampled_token_once(engine, renderer):
     """n=2, then the agent continues from choice 1: choice 0 stays a segment of its own; the shared prompt is
     context in both, and no sampled token is in the loss twice."""

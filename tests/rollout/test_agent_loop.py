@@ -24,8 +24,7 @@ from agentrl.rollout.chat import ChatRenderer
 from agentrl.rollout.collector import collect_group, summarize
 from agentrl.tool_calls import format_call, function_tool
 from agentrl.types import FAILURE_POLICY, TerminationReason, Trajectory, system, tool, user
-
-from .scripted_engine import ScriptedEngine
+from tests.engine.scripted_engine import ScriptedEngine
 
 ROOT = Path(__file__).resolve().parents[2]
 TR = TerminationReason
@@ -100,7 +99,7 @@ SCENARIOS = {
     TR.MAX_TURNS: lambda: (ProbeEnv(), ScriptedEngine([say("a")]), LoopConfig(max_turns=3)),
     TR.MAX_TOKENS: lambda: (ProbeEnv(obs_text="x " * 200), ScriptedEngine([say("a")]),
                             LoopConfig(max_context_tokens=200)),
-    TR.TIMEOUT: lambda: (ProbeEnv(sleep_s=0.3), ScriptedEngine([say("a")]), LoopConfig(timeout_s=0.5)),
+    TR.TIMEOUT: lambda: (ProbeEnv(sleep_s=0.3), ScriptedEngine([say("a")]), LoopConfig(episode_timeout_s=0.5)),
     TR.FORMAT_ERRORS: lambda: (ProbeEnv(format_errors=True), ScriptedEngine([say("a")]),
                                LoopConfig(max_format_errors=2)),
     TR.ENV_ERROR: lambda: (ProbeEnv(fail="step"), ScriptedEngine([say("a")]), LoopConfig()),
@@ -261,7 +260,7 @@ def test_loop_settings_come_from_the_rollout_section():
     r = RolloutConfig(max_turns=7, max_context_tokens=999, max_new_tokens=33, episode_timeout_s=12.0,
                       max_format_errors=5, temperature=0.5, top_p=0.9, top_k=4)
     loop = LoopConfig.from_rollout(r, top_k=-1)
-    assert (loop.max_turns, loop.max_context_tokens, loop.max_new_tokens, loop.timeout_s, loop.max_format_errors,
+    assert (loop.max_turns, loop.max_context_tokens, loop.max_new_tokens, loop.episode_timeout_s, loop.max_format_errors,
             loop.temperature, loop.top_p, loop.top_k, loop.grade_at_budget) == (7, 999, 33, 12.0, 5, 0.5, 0.9, -1, False)
     assert LoopConfig().max_format_errors == RolloutConfig().max_format_errors
 
@@ -313,6 +312,38 @@ def test_summarize_counts_terminations_and_averages():
     m = summarize(trajs)
     assert m["termination/done"] == 1 and m["termination/env_error"] == 1 and m["rollout/episodes"] == 2
     assert m["rollout/reward_mean"] == 0.5 and m["rollout/turns_mean"] == 1.0
+
+
+class GradedEnv(ProbeEnv):
+    """A ProbeEnv whose final info says whether it was graded, and which logs the share it graded."""
+
+    def __init__(self):
+        super().__init__(done_after=1, info={"graded": True})
+
+    @classmethod
+    def summary_metrics(cls, infos):
+        return {"rollout/graded_share": sum(bool(i.get("graded")) for i in infos) / len(infos)}
+
+
+def test_an_env_adds_its_own_step_metrics_from_its_episodes_infos():
+    """AgentEnv.summary_metrics: the collector finds the env of each trajectory by its env_id and adds what the
+    env computes from its episodes' final infos (masked episodes included); the core names no env's keys, and
+    an env without the hook (or an env_id nobody registered) adds nothing."""
+    import agentrl
+    from agentrl import registry
+
+    env_id = agentrl.register("graded_probe_test", GradedEnv)
+    try:
+        trajs = asyncio.run(collect_group("graded_probe_test", ScriptedEngine([say("a")] * 2), renderer(), seed=0,
+                                          group_size=2))
+        assert {t.env_id for t in trajs} == {env_id} and all(t.reward_info["graded"] for t in trajs)
+        masked = Trajectory(id="m", group_id="g", env_id=env_id, task_id="t", termination=TR.ENV_ERROR)
+        assert summarize([*trajs, masked])["rollout/graded_share"] == 2 / 3
+        others = [run(ProbeEnv(done_after=1, info={"graded": True}), ScriptedEngine([say("a")])),
+                  Trajectory(id="u", group_id="g", env_id="agentrl/never_registered-v0", task_id="t")]
+        assert not [k for k in summarize(others) if "graded" in k]
+    finally:
+        registry._envs.pop("graded_probe_test")
 
 
 @pytest.mark.slow

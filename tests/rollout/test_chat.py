@@ -18,8 +18,7 @@ from agentrl.models import load_tokenizer
 from agentrl.rollout.agent_loop import LoopConfig, run_episode
 from agentrl.rollout.chat import ChatRenderer, Conversation, TemplateError
 from agentrl.types import assistant, system, tool, user
-
-from .scripted_engine import ScriptedEngine
+from tests.engine.scripted_engine import ScriptedEngine
 
 
 @functools.cache
