@@ -5,6 +5,7 @@
 #   3. a Docker engine that answers (Debian's docker.io, dockerd started in the background when root)
 #   4. the sandbox base image (built offline by `agentrl sandbox build`, cached by recipe hash)
 #   5. the swe_real package cache: 10 pinned sdists (~1 MB, sha256-checked) unpacked into snapshots
+#   6. SGLang 0.5.23's wheel (+ msgspec), unpacked in the cache, not installed: tests parse our launch flags with it
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${VENV:-.venv}
@@ -55,4 +56,7 @@ fi
 # --- 5. swe_real package cache (downloads only what is missing; offline afterwards) ---------------
 "$VENV/bin/python" -m agentrl.envs.swe_real.packages \
   || say "swe_real: the package cache could not be filled (see above); its tests will skip until it is"
+# --- 6. SGLang's argument parser for tests/engine/test_sglang_launch.py (downloads once; offline afterwards) ------
+"$VENV/bin/python" scripts/sglang_parser.py fetch >/dev/null \
+  || say "SGLang 0.5.23's wheel could not be fetched; tests/engine/test_sglang_launch.py will skip until it is"
 say "ready"

@@ -7,6 +7,12 @@ join at the next step boundary (continuous batching). Control calls (pause, resu
 handled at step boundaries, so a weight update during generation applies between two tokens and every token
 records the version of the weights that produced it.
 
+On a GPU a decode step reads the device once: sampling, logprob gathering and the stop-token and length checks
+run on the device (agentrl.engine.sampling.sample_rows, finished), the next step's input tokens stay there
+(KVBatch.pending), and one (3, B) transfer brings every row's token, logprob and done flag to the host, which
+appends them and checks stop strings. The rows' sampling settings are copied to the device only when the rows
+change; each step sends one (B,) tensor of uniforms, drawn from the requests' own host generators.
+
 Pause modes (agentrl.engine.protocol.PAUSE_MODES, all four supported): "finish" lets running requests finish,
 "abort" ends them now with finish_reason "abort" and their partial output, "in_place" freezes them (KV cache
 kept) until resume, "retract" puts them back in the queue and drops their KV cache, so after resume their
@@ -33,7 +39,7 @@ from agentrl.engine.errors import EngineClosed, EngineRequestError
 from agentrl.engine.kv_batch import KVBatch, new_cache
 from agentrl.engine.onednn_linear import packed_layers, packed_view, packing_supported, shared_copy
 from agentrl.engine.protocol import PAUSE_MODES, Generation, SamplingParams
-from agentrl.engine.sampling import make_generator, params_tensors, sample, validate
+from agentrl.engine.sampling import RowSampling, UniformStream, finished, sample_rows, validate
 from agentrl.engine.session_cache import DEFAULT_MAX_BYTES, SessionCache
 from agentrl.engine.weights import load_state_dict_dir, load_weights
 from agentrl.errors import EngineError
@@ -50,7 +56,7 @@ class _Request:
     stop_ids: frozenset[int]
     loop: asyncio.AbstractEventLoop
     future: asyncio.Future
-    generator: torch.Generator | None = None
+    uniforms: UniformStream | None = None  # the request's random stream (kept across retractions)
     output_ids: list[int] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)
     versions: list[int] = field(default_factory=list)
@@ -183,7 +189,8 @@ class EmbeddedEngine:
         self.batch_window_s = batch_window_s
         self.max_batch_size = max_batch_size
         self.full_vocab_logprobs = False  # True: report SGLang's untruncated logprobs (see sampling.py)
-        self.stats = {"prefill_tokens": 0, "decode_steps": 0, "decode_rows": 0, "batches": 0}
+        self.stats = {"prefill_tokens": 0, "decode_steps": 0, "decode_rows": 0, "batches": 0, "host_reads": 0}
+        self._sampling: tuple[tuple[_Request, ...], RowSampling] | None = None  # the rows it was built for, and it
         self._version = 0
         self.sessions = SessionCache(session_cache_bytes)
         self._rng = random.Random(seed)
@@ -444,11 +451,17 @@ class EmbeddedEngine:
         if not new:
             return
         for req in new:
-            if req.generator is None:  # a retracted request keeps its random stream
-                req.generator = make_generator(req.seed, self.device)
+            if req.uniforms is None:  # a retracted request keeps its random stream
+                req.uniforms = UniformStream(req.seed)
         prompts = [r.input_ids + r.output_ids for r in new]
         pasts = [self.sessions.take(r.session_id, p) for r, p in zip(new, prompts, strict=True)]
-        batch, logits, computed = KVBatch.prefill(self.model, prompts, self.device, pasts=pasts)
+        try:
+            batch, logits, computed = KVBatch.prefill(self.model, prompts, self.device, pasts=pasts)
+        except Exception as e:  # these requests fail (they are in no batch yet); the running ones go on
+            error = EngineError(f"embedded engine prefill failed: {type(e).__name__}: {e}")
+            for req in new:
+                _post(req.loop, req.future, error=error)
+            return
         self.stats["prefill_tokens"] += computed
         self.stats["batches"] += 1
         if self._batch is None:
@@ -460,38 +473,55 @@ class EmbeddedEngine:
         self._sample_and_record(logits, first)
 
     def _decode_step(self) -> None:
-        """One forward over every live row, then sampling and stop checks."""
-        tokens = torch.tensor([r.output_ids[-1] for r in self._rows], dtype=torch.long, device=self.device)
-        logits = self._batch.step(self.model, tokens)
+        """One forward over every live row (fed their pending tokens, on the device), then sampling and stop checks."""
+        logits = self._batch.step(self.model)
         self.stats["decode_steps"] += 1
         self.stats["decode_rows"] += len(self._rows)
         self._sample_and_record(logits, 0)
 
+    def _row_sampling(self, chosen: list[_Request]) -> RowSampling:
+        """The sampling settings of these rows on the device, rebuilt only when the rows changed."""
+        cached = self._sampling
+        same = cached is not None and len(cached[0]) == len(chosen) and all(
+            a is b for a, b in zip(cached[0], chosen, strict=True))
+        if not same:
+            rows = RowSampling.build([r.sampling for r in chosen], [r.stop_ids for r in chosen],
+                                     [len(r.output_ids) for r in chosen], self.device)
+            self._sampling = cached = (tuple(chosen), rows)  # its `remaining` stays max_new_tokens − produced
+        return cached[1]
+
     def _sample_and_record(self, logits: torch.Tensor, first: int) -> None:
-        """Sample rows first.. from logits (one row each), append the tokens, drop finished/cancelled rows."""
+        """Sample rows first.. from logits (one row each) on the device, bring token, logprob and done flag to the
+        host in one transfer, append them, drop finished/cancelled rows."""
         chosen = self._rows[first:]
-        temperature, top_k, top_p = params_tensors([r.sampling for r in chosen], self.device)
-        tokens, logprobs = sample(logits, temperature, top_k, top_p, [r.generator for r in chosen])
+        rows = self._row_sampling(chosen)
+        u = torch.tensor([0.5 if g else r.uniforms.next() for r, g in zip(chosen, rows.greedy, strict=True)],
+                         dtype=torch.float32, device=self.device)
+        tokens, logprobs = sample_rows(logits, rows, u)
         if self.full_vocab_logprobs:  # SGLang's value (agentrl serve): log_softmax(logits / T), whole vocabulary
-            scale = torch.where(temperature > 0, temperature, torch.ones_like(temperature)).unsqueeze(-1)
+            scale = torch.where(rows.temperature > 0, rows.temperature, 1.0).unsqueeze(-1)
             logprobs = torch.log_softmax(logits.float() / scale, -1).gather(-1, tokens.unsqueeze(-1)).squeeze(-1)
-        for req, tok, lp in zip(chosen, tokens.tolist(), logprobs.tolist(), strict=True):
-            req.output_ids.append(tok)
+        done = finished(tokens, rows)
+        self._batch.pending[first:] = tokens  # the next step's inputs never visit the host
+        host = torch.stack([tokens.double(), logprobs.double(), done.double()]).tolist()  # the step's one read
+        self.stats["host_reads"] += 1
+        for req, tok, lp in zip(chosen, host[0], host[1], strict=True):
+            req.output_ids.append(int(tok))
             req.logprobs.append(lp)
             req.versions.append(self._version)
-        keep, finished = [], []
+        keep, ended = [], []
         for i, req in enumerate(self._rows):
             if req.cancelled:
                 continue
-            reason = self._finish_reason(req) if i >= first else None
+            reason = self._finish_reason(req, host[2][i - first] > 0) if i >= first else None
             if reason is None:
                 keep.append(i)
             else:
                 if self.sessions.max_bytes > 0 and req.session_id is not None:
                     self.sessions.store(req.session_id, self._batch.row_past(i, req.input_ids + req.output_ids))
-                finished.append((req, reason))
+                ended.append((req, reason))
         self._keep_rows(keep)
-        for req, reason in finished:  # answered once their rows have left: a caller never sees them still running
+        for req, reason in ended:  # answered once their rows have left: a caller never sees them still running
             self._finish(req, *reason)
 
     def _keep_rows(self, keep: list[int]) -> None:
@@ -504,10 +534,11 @@ class EmbeddedEngine:
         else:
             self._batch = None
 
-    def _finish_reason(self, req: _Request) -> tuple[str, Any] | None:
-        """("stop", matched) / ("length", None) if req is done after its latest token, else None."""
+    def _finish_reason(self, req: _Request, done: bool) -> tuple[str, Any] | None:
+        """("stop", matched) / ("length", None) if req is done after its latest token, else None; `done` is the
+        device's verdict on stop tokens and the length budget (stop strings are checked here)."""
         tok = req.output_ids[-1]
-        if tok in req.stop_ids:
+        if done and tok in req.stop_ids:
             return "stop", tok
         if req.sampling.stop:
             longest = max(len(s) for s in req.sampling.stop)
@@ -515,7 +546,7 @@ class EmbeddedEngine:
             for s in req.sampling.stop:
                 if s in tail:
                     return "stop", s
-        if len(req.output_ids) >= req.sampling.max_new_tokens:
+        if done:
             return "length", None
         return None
 

@@ -6,6 +6,10 @@ the shorter cache). Identical prompts are prefilled once and their cache rows co
 prompt costs one prefill, and a prefix that several prompts share (the system prompt; a group's first turn in
 its later turns) is computed once per prefill chunk. Positions come from the attention mask, so a row's logits
 do not depend on how much padding it carries, at the left or in the middle (up to floating-point reduction order).
+
+Decoding never reads the device on the host: the token each row feeds next stays on the device (`pending`), and
+where each row's first real column lies is tracked on the host (`start`), so dropping rows and trimming the
+padding they leave needs no look at the mask.
 """
 
 from __future__ import annotations
@@ -95,13 +99,31 @@ def cache_kwarg(model) -> str:
     return name
 
 
-class KVBatch:
-    """Rows decoding together: cache (B, H, L, D) per layer, mask (B, L), next position per row (B,)."""
+def decode_mask(model, mask: torch.Tensor) -> torch.Tensor:
+    """The attention mask of a one-token decode step: for sdpa and eager attention the (B, 1, 1, L) 4-D mask they
+    consume (bool for sdpa, additive for eager), which transformers takes as it is; given the 2-D mask, it first
+    checks on the host whether any column is padding (masking_utils._ignore_causal_mask_sdpa), a device read per
+    step. Other attention implementations (flash) get the 2-D mask."""
+    impl = getattr(model.config, "_attn_implementation", None)
+    if impl == "sdpa":
+        return mask[:, None, None, :].bool()
+    if impl == "eager":
+        dtype = next(model.parameters()).dtype
+        keep = mask[:, None, None, :].bool()
+        return torch.zeros(keep.shape, dtype=dtype, device=mask.device).masked_fill_(~keep, torch.finfo(dtype).min)
+    return mask
 
-    def __init__(self, cache: DynamicCache, mask: torch.Tensor, next_pos: torch.Tensor):
+
+class KVBatch:
+    """Rows decoding together: cache (B, H, L, D) per layer, mask (B, L), next position per row (B,), the token
+    each row feeds next (B,), and (host) each row's first real column."""
+
+    def __init__(self, cache: DynamicCache, mask: torch.Tensor, next_pos: torch.Tensor, start: list[int]):
         self.cache = cache
         self.mask = mask  # (B, L) 1 = real token in the cache, 0 = left padding
         self.next_pos = next_pos  # (B,) position of the next token each row feeds
+        self.pending = torch.zeros_like(next_pos)  # (B,) the token each row feeds next (set by its sampler)
+        self.start = start  # host: each row's first real column of mask
 
     @property
     def size(self) -> int:
@@ -141,9 +163,8 @@ class KVBatch:
         logits = torch.cat([lg for _, _, lg in parts])
         if order != list(range(len(prompts))):
             position = {i: row for row, i in enumerate(order)}
-            rows = torch.tensor([position[i] for i in range(len(prompts))], dtype=torch.long, device=device)
-            batch._select(rows)
-            logits = logits[rows]
+            rows = [position[i] for i in range(len(prompts))]
+            logits = logits[batch._select(rows)]
         return batch, logits, computed
 
     @classmethod
@@ -158,7 +179,7 @@ class KVBatch:
             values = torch.cat([_pad_left(p.kv[n][1], width - len(p.tokens), 2) for p in pasts]).to(device)
             layer.lazy_initialization(keys, values)
             layer.keys, layer.values = keys, values
-        past_mask = torch.zeros((len(pasts), width), dtype=torch.long)
+        past_mask = torch.zeros((len(pasts), width), dtype=torch.long, device="cpu")
         for row, p in enumerate(pasts):
             past_mask[row, width - len(p.tokens):] = 1
         tails = [prompt[len(p.tokens):] for prompt, p in zip(prompts, pasts, strict=True)]
@@ -168,7 +189,9 @@ class KVBatch:
         positions = past_mask.sum(-1, keepdim=True) + (own.cumsum(-1) - 1).clamp(min=0)
         out = model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True, logits_to_keep=1,
                     **{cache_kwarg(model): cache})
-        return cls(cache, mask, mask.sum(-1)), out.logits[:, -1, :].float(), sum(len(t) for t in tails)
+        start = [width - len(p.tokens) if p.tokens else width + ids.shape[1] - len(t)
+                 for p, t in zip(pasts, tails, strict=True)]
+        return cls(cache, mask, mask.sum(-1), start), out.logits[:, -1, :].float(), sum(len(t) for t in tails)
 
     def row_past(self, row: int, tokens: list[int]) -> Past:
         """A copy of one row's keys and values without padding, as the session cache keeps them; `tokens` is the
@@ -205,10 +228,9 @@ class KVBatch:
             computed += done
         logits = torch.cat(parts)  # rows in `order`
         position = {u: row for row, u in enumerate(order)}
-        rows = torch.tensor([position[u] for u in index], dtype=torch.long, device=device)
-        if rows.tolist() != list(range(len(order))):
-            batch._select(rows)
-            logits = logits[rows]
+        rows = [position[u] for u in index]
+        if rows != list(range(len(order))):
+            logits = logits[batch._select(rows)]
         return batch, logits, computed
 
     @classmethod
@@ -238,14 +260,16 @@ class KVBatch:
             input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True, logits_to_keep=1,
             **{cache_kwarg(model): cache},
         )
-        return cls(cache, mask, mask.sum(-1)), out.logits[:, -1, :].float(), shared + sum(len(t) for t in tails)
+        start = [0 if shared else ids.shape[1] - len(t) for t in tails]
+        return cls(cache, mask, mask.sum(-1), start), out.logits[:, -1, :].float(), shared + sum(len(t) for t in tails)
 
-    def step(self, model, tokens: torch.Tensor) -> torch.Tensor:
-        """Feed one token per row (B,); returns the next-token logits (B, V) in float32."""
+    def step(self, model, tokens: torch.Tensor | None = None) -> torch.Tensor:
+        """Feed one token per row (B,; default: `pending`); returns the next-token logits (B, V) in float32."""
+        tokens = self.pending if tokens is None else tokens
         self.mask = torch.cat([self.mask, self.mask.new_ones((self.size, 1))], dim=1)
         out = model(
-            input_ids=tokens.unsqueeze(-1), attention_mask=self.mask, position_ids=self.next_pos.unsqueeze(-1),
-            use_cache=True, **{cache_kwarg(model): self.cache},
+            input_ids=tokens.unsqueeze(-1), attention_mask=decode_mask(model, self.mask),
+            position_ids=self.next_pos.unsqueeze(-1), use_cache=True, **{cache_kwarg(model): self.cache},
         )
         self.next_pos = self.next_pos + 1
         return out.logits[:, -1, :].float()
@@ -254,13 +278,13 @@ class KVBatch:
         """Keep only these rows (in this order) and drop padding columns no remaining row needs."""
         if rows == list(range(self.size)):
             return
-        self._select(torch.tensor(rows, dtype=torch.long, device=self.mask.device))
+        self._select(rows)
         if self.size == 0:
             return
-        used = torch.nonzero(self.mask.any(dim=0)).flatten()
-        first = int(used[0]) if used.numel() else self.mask.shape[1]
+        first = min(self.start)
         if first > 0:
             self.mask = self.mask[:, first:]
+            self.start = [s - first for s in self.start]
             for layer in self.cache.layers:
                 layer.keys = layer.keys[:, :, first:, :]
                 layer.values = layer.values[:, :, first:, :]
@@ -276,14 +300,21 @@ class KVBatch:
                 [_pad_left(mine.values, self_pad, 2), _pad_left(theirs.values, other_pad, 2)], dim=0
             )
         self.next_pos = torch.cat([self.next_pos, other.next_pos])
+        self.pending = torch.cat([self.pending, other.pending])
+        self.start = [s + self_pad for s in self.start] + [s + other_pad for s in other.start]
 
-    def _select(self, rows: torch.Tensor) -> None:
-        """Index the batch dimension of mask, positions and every cache layer."""
-        self.mask = self.mask[rows]
-        self.next_pos = self.next_pos[rows]
+    def _select(self, rows: list[int]) -> torch.Tensor:
+        """Index the batch dimension of mask, positions, pending tokens and every cache layer; returns the index
+        (one host→device copy)."""
+        index = torch.tensor(rows, dtype=torch.long, device=self.mask.device)
+        self.mask = self.mask[index]
+        self.next_pos = self.next_pos[index]
+        self.pending = self.pending[index]
+        self.start = [self.start[r] for r in rows]
         for layer in self.cache.layers:
-            layer.keys = layer.keys[rows]
-            layer.values = layer.values[rows]
+            layer.keys = layer.keys[index]
+            layer.values = layer.values[index]
+        return index
 
 
 def _chunks(prompts: list, token_budget: int, min_shared: int) -> list[list[int]]:
@@ -316,8 +347,8 @@ def _chunks(prompts: list, token_budget: int, min_shared: int) -> list[list[int]
 def _left_padded(rows: list[list[int]], device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
     """(ids, mask) of token lists left-padded to the longest: (B, W) long tensors, mask 1 on real tokens."""
     width = max(len(r) for r in rows)
-    ids = torch.zeros((len(rows), width), dtype=torch.long)
-    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    ids = torch.zeros((len(rows), width), dtype=torch.long, device="cpu")  # built on the host, moved once
+    mask = torch.zeros((len(rows), width), dtype=torch.long, device="cpu")
     for i, row in enumerate(rows):
         ids[i, width - len(row):] = torch.tensor(row, dtype=torch.long)
         mask[i, width - len(row):] = 1

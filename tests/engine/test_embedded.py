@@ -274,3 +274,37 @@ def test_push_weights_shares_the_trainers_tensors_in_sync_mode_and_copies_otherw
         assert version == 5 and set(after.versions) == {5} and set(before.versions) == {0}
         assert same and shared == share
         assert after.logprobs != before.logprobs  # sampled from the updated weights
+
+
+def test_a_failed_prefill_fails_its_requests_instead_of_losing_them(monkeypatch):
+    """A prefill that raises (out of memory on a GPU, a kernel error) used to drop the admitted requests from the
+    queue without answering them: their callers waited forever. They now fail with EngineError, and the engine
+    serves the next request."""
+    from agentrl.engine import kv_batch
+    from agentrl.engine.embedded import EmbeddedEngine
+    from agentrl.errors import EngineError
+    from agentrl.models import load_model, load_tokenizer
+
+    tok = load_tokenizer("tiny")
+    engine = EmbeddedEngine(load_model("tiny"), tok, seed=0)
+    real = kv_batch.KVBatch.prefill.__func__
+    calls = []
+
+    def failing_once(cls, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("CUDA out of memory (simulated)")
+        return real(cls, *args, **kwargs)
+
+    monkeypatch.setattr(kv_batch.KVBatch, "prefill", classmethod(failing_once))
+
+    async def go():
+        try:
+            with pytest.raises(EngineError, match="prefill failed: RuntimeError: CUDA out of memory"):
+                await asyncio.wait_for(engine.generate([1, 2, 3], SamplingParams(max_new_tokens=4, seed=1)), 60)
+            gen = await asyncio.wait_for(engine.generate([1, 2, 3], SamplingParams(max_new_tokens=4, seed=1)), 60)
+            assert len(gen.output_ids) == 4
+        finally:
+            await engine.close()
+
+    asyncio.run(go())

@@ -105,3 +105,29 @@ def test_decode_steps_write_the_cache_in_place_and_match_a_concatenating_cache()
             torch.testing.assert_close(growing.step(model, tokens), plain.step(model, tokens), atol=1e-5, rtol=1e-5)
         assert layer._k.data_ptr() == buffer  # written in place: no reallocation per token
         assert layer.keys.shape == plain.cache.layers[0].keys.shape
+
+
+def test_decode_steps_with_the_4d_mask_equal_full_forwards_and_track_padding_on_the_host():
+    """A decode step passes a ready 4-D mask (bool for sdpa, additive for eager: transformers would read the 2-D
+    one on the host), and rows leaving trim the padding from host bookkeeping (KVBatch.start) instead of a look at
+    the mask; each row's logits still equal one full forward of its own tokens, under both attention kernels."""
+    g = torch.Generator().manual_seed(3)
+    prompts = [torch.randint(1, 500, (n,), generator=g).tolist() for n in (23, 6, 14, 31)]
+    for impl in ("sdpa", "eager"):
+        model = load_model("tiny").eval()
+        model.config._attn_implementation = impl
+        with torch.no_grad():
+            batch, _, _ = KVBatch.prefill(model, prompts, torch.device("cpu"))
+            seqs = [list(p) for p in prompts]
+            for step in range(3):
+                tokens = torch.randint(1, 500, (len(seqs),), generator=g)
+                logits = batch.step(model, tokens)
+                for row, t in enumerate(tokens.tolist()):
+                    seqs[row].append(t)
+                    alone = model(torch.tensor([seqs[row]])).logits[0, -1]
+                    torch.testing.assert_close(logits[row], alone, atol=1e-5, rtol=1e-5, msg=f"{impl} {step}")
+                if step == 0:  # the longest prompts leave: the columns only they used go
+                    batch.keep([1, 2])
+                    seqs = [seqs[1], seqs[2]]
+                    assert batch.mask.shape[1] == max(map(len, seqs)) and min(batch.start) == 0
+                    assert batch.start == [int((~batch.mask[r].bool()).sum()) for r in range(2)]

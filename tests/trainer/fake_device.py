@@ -97,17 +97,25 @@ class _Dispatch(TorchDispatchMode):
             return x
 
         args, kwargs = tree_map(unwrap, args), tree_map(unwrap, kwargs)
-        target = kwargs.get("device")
-        to_device, to_host = _is_device(target), target is not None and not _is_device(target)
-        if to_device:
-            kwargs["device"] = torch.device("cpu")
-        if on_device and host and func not in _TRANSFERS:
+        targets = []
+
+        def retarget(x):  # a device named in the call (a keyword, or positional as in aten.to.device)
+            if isinstance(x, torch.device):
+                targets.append(x)
+                return torch.device("cpu")
+            return x
+
+        args, kwargs = tree_map(retarget, args), tree_map(retarget, kwargs)
+        to_device = any(_is_device(t) for t in targets)
+        to_host = bool(targets) and not to_device
+        transfer = func in _TRANSFERS or func.overloadpacket is aten.to
+        if on_device and host and not transfer:
             shapes = ", ".join(str(tuple(h.shape)) for h in host)
             raise HostDeviceMix(f"{func}: host tensor(s) {shapes} meet device tensors at {_where()}")
         if on_device and (func in _DATA_DEPENDENT or (func is aten.index.Tensor and any(
                 isinstance(i, torch.Tensor) and i.dtype == torch.bool for i in args[1]))):
             self.owner.record(f"{func}")
-        if func is aten._to_copy.default and on_device and to_host:
+        if transfer and func is not aten.copy_.default and on_device and to_host:
             self.owner.record(f"{func} to host")
             return func(*args, **kwargs)  # a host tensor
         if func is aten.copy_.default and isinstance(args[1], torch.Tensor) and id(args[1]) in originals \
