@@ -20,6 +20,9 @@ methods and attributes of `AgentEnv` (each says who reads it), and these `info` 
 | ``exit_reason`` (str) | final | `agentrl eval`: how the env says the episode ended (default: the termination) |
 | ``timings`` (dict of seconds) | final | `agentrl eval`: merged into the record's timings (``grade_s`` explains an over-budget record) |
 | ``error`` (str) | final | `agentrl eval`: the record's error text |
+| ``grading_valid``, ``grading_reason`` | final | the trainer: the episode was graded by a grader that reports on integrity (the denominator of the two shares below) |
+| ``suspicious`` (bool) | final | the trainer: the grader found tampering; rollout/suspicious_share, the flagged-episode warning and ``samples/step_N_suspicious.txt`` |
+| ``grading_refused`` (bool) | final | the trainer: the judge refused the answer; rollout/refused_share and the flagged-episode warning |
 
 The final info (the last step's, merged with `end_episode`'s) is kept as Trajectory.reward_info (values that are
 not JSON become their repr), so everything else an env puts there reaches its own `summary_metrics` and the

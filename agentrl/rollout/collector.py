@@ -88,7 +88,7 @@ async def collect_group(env_factory: EnvFactory, engine: Engine | None, tokenize
 
 def summarize(trajectories: Sequence[Trajectory]) -> dict[str, float]:
     """Rollout metrics over trajectories: counts per termination reason, means of reward, turns, tokens, forks,
-    gateway rates of agent programs, and each env's own (AgentEnv.summary_metrics)."""
+    the graders' integrity shares, gateway rates of agent programs, and each env's own (AgentEnv.summary_metrics)."""
     n = len(trajectories)
     out: dict[str, float] = {f"termination/{r.value}": 0 for r in TerminationReason}
     out.update({f"termination/{r.value}": c for r, c in Counter(t.termination for t in trajectories).items()})
@@ -101,6 +101,7 @@ def summarize(trajectories: Sequence[Trajectory]) -> dict[str, float]:
     for key in ("rollout/forks", "rollout/format_errors", "rollout/retries", "rollout/length_truncated_actions",
                 "rollout/workers_lost"):
         out[key] = sum(t.metrics.get(key, 0) for t in trajectories)
+    out.update(integrity_metrics([t.reward_info or {} for t in trajectories]))
     out.update(env_summary_metrics(trajectories))
     sessions = [t.metrics for t in trajectories if "gateway/calls" in t.metrics]
     if sessions:  # episodes of agent programs (AgentEnv.agent_program): calls that re-rendered history, segments
@@ -109,6 +110,27 @@ def summarize(trajectories: Sequence[Trajectory]) -> dict[str, float]:
         out["gateway/segments_mean"] = sum(m["gateway/segments"] for m in sessions) / len(sessions)
         out["gateway/calls_mean"] = sum(m["gateway/calls"] for m in sessions) / len(sessions)
     return out
+
+
+def is_graded(info: dict) -> bool:
+    """The episode's reward came from a grader that reports on integrity (info carries `grading_valid` or
+    `grading_reason`, as swe_lite's and swe_real's grader write): the denominator of the integrity shares."""
+    return bool(info.get("grading_valid") or info.get("grading_reason"))
+
+
+def is_flagged(info: dict) -> bool:
+    """The grader flagged the episode: tampering found (`suspicious`) or an answer the judge refused."""
+    return bool(info.get("suspicious") or info.get("grading_refused"))
+
+
+def integrity_metrics(infos: Sequence[dict]) -> dict[str, float]:
+    """rollout/suspicious_share and rollout/refused_share over the graded episodes' final infos (none when no
+    episode was graded): the env contract's integrity keys, read the same way for every env."""
+    graded = [i for i in infos if is_graded(i)]
+    if not graded:
+        return {}
+    return {"rollout/suspicious_share": sum(bool(i.get("suspicious")) for i in graded) / len(graded),
+            "rollout/refused_share": sum(bool(i.get("grading_refused")) for i in graded) / len(graded)}
 
 
 def env_summary_metrics(trajectories: Sequence[Trajectory]) -> dict[str, float]:

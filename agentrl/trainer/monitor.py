@@ -18,6 +18,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from agentrl.rollout.collector import is_flagged, is_graded
+
 PLAIN_EVERY_S = 30.0
 FLAGGED_SHARE = 0.02
 """The console warns when more than this share of the graded episodes of the last FLAGGED_WINDOW steps was
@@ -181,17 +183,6 @@ class Monitor:
             self.console.print(f"{warning}; read the flagged trajectories in {self.samples_dir}/step_*_suspicious.txt",
                                style="bold yellow", markup=False, highlight=False)
         return path
-
-
-def is_graded(info: dict) -> bool:
-    """The episode's reward came from a grader that reports on integrity (swe_lite's: grading_valid/_reason); the
-    denominator of rollout/suspicious_share and rollout/refused_share (rollout/collector.py:summarize)."""
-    return bool(info.get("grading_valid") or info.get("grading_reason"))
-
-
-def is_flagged(info: dict) -> bool:
-    """The grader flagged the episode: tampering found (suspicious) or an answer the judge refused."""
-    return bool(info.get("suspicious") or info.get("grading_refused"))
 
 
 @dataclass

@@ -108,13 +108,12 @@ class SweLiteEnv(AgentEnv):
 
     @classmethod
     def summary_metrics(cls, infos: list[dict[str, Any]]) -> dict[str, float]:
-        """Step metrics (AgentEnv.summary_metrics): over the graded episodes, the shares the grader found suspicious,
-        invalid or refused (reward-hacking telemetry); over all, the mean level trained on (also under level=auto)."""
+        """Step metrics (AgentEnv.summary_metrics): over the graded episodes, the share whose grading was invalid
+        (the core adds the suspicious and refused shares, rollout.collector.integrity_metrics); over all, the mean
+        level trained on (also under level=auto)."""
         out, graded = {}, [i for i in infos if i.get("grading_valid") or i.get("grading_reason")]
         if graded:
-            out["rollout/suspicious_share"] = sum(bool(i.get("suspicious")) for i in graded) / len(graded)
             out["rollout/invalid_grading_share"] = sum(not i.get("grading_valid") for i in graded) / len(graded)
-            out["rollout/refused_share"] = sum(bool(i.get("grading_refused")) for i in graded) / len(graded)
         levels_ = [i["level"] for i in infos if isinstance(i.get("level"), int)]
         if levels_:
             out["rollout/level_mean"] = sum(levels_) / len(levels_)

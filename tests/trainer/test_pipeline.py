@@ -24,6 +24,7 @@ from agentrl.trainer.checkpoint import list_checkpoints
 from agentrl.trainer.collect import SlotRollout, task_seed
 from agentrl.trainer.loop import _train, train
 from agentrl.trainer.pipeline import RolloutPipeline, _Finished
+from agentrl.trainer.strategy import Single
 from agentrl.types import Segment, Trajectory, user
 
 
@@ -212,7 +213,7 @@ def test_cancelling_async_training_leaves_no_tasks_or_threads(tmp_path):
     before = set(threading.enumerate())
 
     async def main():
-        task = asyncio.create_task(_train(cfg, resume=None, init_from=None, console=None))
+        task = asyncio.create_task(_train(cfg, resume=None, init_from=None, console=None, strategy=Single()))
         metrics = tmp_path / "run" / "metrics.jsonl"
         for _ in range(1200):
             if metrics.is_file() and metrics.read_text().strip():
