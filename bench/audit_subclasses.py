@@ -19,9 +19,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agentrl.envs.swe_lite.audit import with_body  # noqa: E402
-from agentrl.envs.swe_real import generate  # noqa: E402
-from agentrl.envs.swe_real.tasks import load_real  # noqa: E402
+import agentrl.envs.swe.real.generate as generate  # noqa: E402
+from agentrl.envs.swe.audit import with_body  # noqa: E402
+from agentrl.envs.swe.real.tasks import load_real  # noqa: E402
 from agentrl.sandboxes import open_sandbox  # noqa: E402
 
 

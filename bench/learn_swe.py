@@ -62,7 +62,7 @@ from agentrl.trainer.checkpoint import latest_checkpoint
 from agentrl.trainer.heldout import HeldOut, paired_sign_test
 
 QUICK = ["sft.episodes=4", "sft.epochs=1", "trainer.steps=1", "rollout.tasks_per_step=1", "rollout.group_size=2",
-         "rollout.concurrency=2", "rollout.max_turns=3", "env.kwargs.max_steps=3"]
+         "rollout.concurrency=2", "rollout.max_turns=3"]
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -363,7 +363,7 @@ def plan(args, where: dict) -> Bench:
     grpo_cfg = config([*steps, "sft.episodes=0", f"trainer.run_dir={out / 'grpo'}"]) if args.grpo_steps != 0 else None
     pool = None
     if args.env == "swe_real":  # held out by package
-        from agentrl.envs.swe_real.tasks import load_real
+        from agentrl.envs.swe.real.tasks import load_real
 
         pool = load_real(None, args.split)
     base_limit = min(filter(None, (args.limit, args.base_limit)), default=None)  # the first N, one per module in turn

@@ -54,7 +54,7 @@ else
   say "sandbox image: this version has no 'agentrl sandbox build' yet; skipping"
 fi
 # --- 5. swe_real package cache (downloads only what is missing; offline afterwards) ---------------
-"$VENV/bin/python" -m agentrl.envs.swe_real.packages \
+"$VENV/bin/python" -m agentrl.envs.swe.real.packages \
   || say "swe_real: the package cache could not be filled (see above); its tests will skip until it is"
 # --- 6. SGLang's argument parser for tests/engine/test_sglang_launch.py (downloads once; offline afterwards) ------
 "$VENV/bin/python" scripts/sglang_parser.py fetch >/dev/null \

@@ -82,7 +82,7 @@ def _eval_cmd(out: Path, *extra: str) -> list[str]:
 def test_oracle_eval(tmp_path, docker_backend, oracle, expected):
     import asyncio
 
-    from agentrl.envs.swe_lite.tasks import load_tasks
+    from agentrl.envs.swe.tasks import load_tasks
 
     from agentrl.evaluation import EvalConfig, run_eval
 
@@ -296,7 +296,7 @@ def test_a_dead_model_server_fails_fast_with_exit_2(tmp_path):
 ])
 def test_broken_tasks_are_refused_at_load_with_one_line(tmp_path, breakage, message):
     """Guards a raw PatchError traceback (gold patch does not apply) and a silent 0 % (an F2P test nobody creates)."""
-    from agentrl.envs.swe_lite.tasks import load_tasks, write_tasks
+    from agentrl.envs.swe.tasks import load_tasks, write_tasks
 
     task = load_tasks(split="test")[0]
     if breakage == "patch":

@@ -20,7 +20,7 @@ import tokenize
 from functools import partial
 from itertools import zip_longest
 
-from agentrl.envs.swe_lite.tasks import Task, load_any
+from agentrl.envs.swe.tasks import Task, load_any
 
 from agentrl.evaluation import HeldOut
 
@@ -55,17 +55,17 @@ async def resolved_rate(cfg, engine, tokenizer, tasks: list[Task], level: int, *
     (to persist it). With `episodes_path`, every episode is written there as readable text (task, verdict, the
     whole exchange): what the model actually did, for reading a rate of 0 as format errors, wrong edits or
     wrong fixes."""
-    from agentrl.envs.swe_lite.evaluation import SweLiteEvalHook, eval_task
+    from agentrl.envs.swe.evaluation import eval_task
+    from agentrl.envs.swe_lite import SweLiteEvalHook
 
     from agentrl.evaluation import EvalConfig, held_out, run_episodes
     from agentrl.registry import make
     from agentrl.rollout.agent_loop import LoopConfig
 
     # Every task is admitted at once, so an episode also waits for the other episodes' prefill and decode: a
-    # wall-clock budget (the loop's episode_timeout_s, the env's wall_clock_s) would count that queueing against
+    # wall-clock budget (the loop's episode_timeout_s) would count that queueing against
     # the model. Episodes stay bounded by max_turns × max_new_tokens and the env's per-command timeouts.
-    kwargs = {**cfg.env.kwargs, **cfg.env.eval_kwargs, "level": level, "shaped_reward": False,
-              "wall_clock_s": EVAL_WALL_CLOCK_S, "tasks": tasks}
+    kwargs = {**cfg.env.kwargs, **cfg.env.eval_kwargs, "level": level, "shaped_reward": False, "tasks": tasks}
     kwargs.pop("split", None)
     kwargs.pop("curriculum", None)
     job = EvalConfig(env=cfg.env.name, split=None, model="benchmark", transcripts=episodes_path is not None,

@@ -37,6 +37,6 @@ def sandbox(docker_backend):
 @pytest.fixture(scope="session")
 def tasks():
     """The shipped tasks."""
-    from agentrl.envs.swe_lite.tasks import load_tasks
+    from agentrl.envs.swe.tasks import load_tasks
 
     return load_tasks()

@@ -5,10 +5,10 @@ from __future__ import annotations
 import ast
 import dataclasses
 
+import agentrl.envs.swe.audit as audit
 import pytest
-from agentrl.envs.swe_lite import audit
-from agentrl.envs.swe_lite.grading import grading_mode
-from agentrl.envs.swe_lite.patches import apply_patch
+from agentrl.envs.swe.grading.grader import grading_mode
+from agentrl.envs.swe.patches import apply_patch
 
 SOURCE = '''class A:
     def f(self, x):
@@ -73,8 +73,8 @@ def test_special_case_needs_another_failing_test(tasks):
 def test_the_audit_catches_a_task_whose_tests_only_expect_the_exception(sandbox, tasks):
     """Without its pass-to-pass tests, a task on deposit's guard is passed by raising ValueError for every
     amount: the audit must say so (and pass the task as shipped)."""
-    from agentrl.envs.swe_lite.generate import self_check
-    from agentrl.envs.swe_lite.grading import grade
+    from agentrl.envs.swe.grading.grader import grade
+    from agentrl.envs.swe.lite.generate import self_check
 
     task = by_function(tasks, "Account.deposit", "ValueError")
     weak = dataclasses.replace(task, PASS_TO_PASS=[])
@@ -94,3 +94,35 @@ def test_grading_mode_is_judge_only_for_the_corpus_own_tests(tasks):
     assert grading_mode(dataclasses.replace(task, repo="someone/else"), tree, files) == "in_process"
     assert grading_mode(dataclasses.replace(task, repo="swe_lite/../../etc"), tree, files) == "in_process"
     assert grading_mode(task, tree, []) == "in_process"
+
+
+def test_the_issues_example_is_read_as_python_whatever_the_sentence_around_it():
+    """Guards the audit's special-case non-fix: the example is the issue's code block read as Python (literal
+    assignments, then `assert f(args) == expected`), not a regex over one sentence template, so every template
+    that shows a reproduction is tried."""
+    statement = ("Bug report for `m`.\n\nRunning this snippet:\n\n```python\nfrom m import f\n\nxs = [1, 2]\n"
+                 "assert f(xs, k=3) == (4, 'a')\n```\n\nIt gives `(0, 'a')`, but `(4, 'a')` is expected. Could you?")
+    assert audit.quoted_example(statement) == ("f", [[1, 2]], {"k": 3}, (4, "a"))
+    assert audit.quoted_example("```python\nassert Account('x').total() == 3\n```") is None  # a method: not literal
+    assert audit.quoted_example("`f(1)` returns the wrong result.") is None  # no code block (level 2's text)
+
+
+def test_the_special_case_non_fix_answers_the_example_and_runs_the_bug_otherwise():
+    import dataclasses
+
+    source = 'def f(xs, k=1):\n    """Doc."""\n    return len(xs) + k - 1\n'
+    task = dataclasses.replace(
+        _bare_task(), files={"m.py": source},
+        problem_statement="```python\nfrom m import f\n\nassert f([1, 2], k=3) == 5\n```")
+    changed = audit.special_case(task)["m.py"]
+    space: dict = {}
+    exec(changed, space)
+    assert space["f"]([1, 2], k=3) == 5 and space["f"]([1, 2], k=4) == 5 and space["f"]([1], k=3) == 3
+    assert '"""Doc."""' in changed.splitlines()[1]  # the guard goes after the docstring
+    assert "special_case" in audit.non_fixes(dataclasses.replace(task, mutation={"file": "m.py", "function": "f"}))
+
+
+def _bare_task():
+    from agentrl.envs.swe.tasks import task_from_dict
+
+    return task_from_dict({"instance_id": "x", "problem_statement": "", "FAIL_TO_PASS": ["tests/t.py::test_a"]})

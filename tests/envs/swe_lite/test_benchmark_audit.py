@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import difflib
 
-from agentrl.envs.swe_lite.audit import ALWAYS_EQUAL_BODY, ANY_BODY, with_body
+from agentrl.envs.swe.audit import ALWAYS_EQUAL_BODY, ANY_BODY, with_body
 from agentrl.envs.swe_lite.benchmark import audit_episodes, example_literals, held_out_tasks, non_fix_findings
 
 

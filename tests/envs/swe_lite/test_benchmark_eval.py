@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import asyncio
 
+import agentrl.envs.swe.expert as expert
 import pytest
-from agentrl.envs.swe_lite import expert
+from agentrl.envs.swe.grading.grader import REPO
 from agentrl.envs.swe_lite.benchmark import resolved_rate
-from agentrl.envs.swe_lite.grading import REPO
 
 from agentrl.config import load_config
 from agentrl.engine.protocol import Generation

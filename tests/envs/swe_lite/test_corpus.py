@@ -2,7 +2,7 @@
 empty patch fails every fail-to-pass test, and regeneration with the same seed reproduces the file.
 
 CI self-checks a deterministic sample (the first task of every module); the full self-check of every shipped
-task runs on demand: `python -m agentrl.envs.swe_lite.generate --self-check` (and `--check` to regenerate
+task runs on demand: `python -m agentrl.envs.swe.lite.generate --self-check` (and `--check` to regenerate
 the whole file and compare it byte for byte)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 
 import pytest
-from agentrl.envs.swe_lite.generate import (
+from agentrl.envs.swe.lite.generate import (
     CORPUS,
     assign_splits,
     corpus_modules,
@@ -20,8 +20,8 @@ from agentrl.envs.swe_lite.generate import (
     split_of,
     split_tests,
 )
-from agentrl.envs.swe_lite.statements import public_names
-from agentrl.envs.swe_lite.tasks import DEFAULT_TASKS, read_jsonl
+from agentrl.envs.swe.lite.statements import public_names
+from agentrl.envs.swe.tasks import DEFAULT_TASKS, read_jsonl
 
 
 def test_corpus_size_and_stdlib_only():
@@ -74,7 +74,7 @@ def test_shipped_tasks_follow_the_module_splits(tasks):
 
 
 def test_mutation_records_locate_the_bug(tasks):
-    from agentrl.envs.swe_lite.levels import min_level
+    from agentrl.envs.swe.levels import min_level
 
     """file, function (qualified, private ones too), lines, original and mutated text match the snapshots;
     the difficulty written in the file is the one the loaders compute (levels.min_level): one notion."""
@@ -118,7 +118,7 @@ def test_split_tests_moves_functions_with_the_header():
 @pytest.mark.docker
 @pytest.mark.slow
 def test_a_sample_of_the_shipped_tasks_passes_the_self_check(sandbox, tasks):
-    """One task per module (the full run: python -m agentrl.envs.swe_lite.generate --self-check)."""
+    """One task per module (the full run: python -m agentrl.envs.swe.lite.generate --self-check)."""
     problems = self_check(sandbox, self_check_sample(tasks), log=lambda *_: None)
     assert not problems, "\n".join(problems)
 
@@ -138,7 +138,7 @@ def test_the_self_check_catches_a_broken_task(sandbox, tasks):
 @pytest.mark.docker
 @pytest.mark.slow
 def test_regenerating_a_module_reproduces_the_shipped_lines(sandbox, tasks):
-    from agentrl.envs.swe_lite.generate import generate
+    from agentrl.envs.swe.lite.generate import generate
 
     module = "rle"
     regenerated = [t.to_json() for t in generate(sandbox, seed=0, modules=[module], log=lambda *_: None)]
@@ -150,7 +150,7 @@ def test_regenerating_a_module_reproduces_the_shipped_lines(sandbox, tasks):
 def test_a_smaller_per_module_budget_gives_a_prefix_of_the_shipped_tasks(sandbox, tasks):
     """Raising --per-module only appends tasks (the 8-per-module corpus is each module's first 8), so results
     measured on the smaller corpus stay comparable task by task."""
-    from agentrl.envs.swe_lite.generate import generate
+    from agentrl.envs.swe.lite.generate import generate
 
     shipped = [t.to_json() for t in tasks if t.repo == "swe_lite/rle"]
     fewer = [t.to_json() for t in generate(sandbox, seed=0, modules=["rle"], per_module=3, log=lambda *_: None)]
@@ -163,7 +163,7 @@ def test_statements_hold_no_memory_addresses(tasks):
     import random
     import re
 
-    from agentrl.envs.swe_lite.statements import problem_statement
+    from agentrl.envs.swe.lite.statements import problem_statement
 
     source = "from m import C\n\n\ndef test_in():\n    assert 3 in C()\n"
     failure = ">       assert 3 in C()\nE       assert 3 in <m.C object at 0x7ff7484a76d0>\n"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from agentrl.envs.swe_lite.editor import DictFiles, Editor, SandboxFiles
+from agentrl.envs.swe.editor import DictFiles, Editor, SandboxFiles
 
 ROOT = "/workspace/repo"
 TEXT = "def f(x):\n    y = x + 1\n    return y\n"
@@ -62,7 +62,7 @@ def test_paths_are_confined_to_the_repo(editor):
 
 @pytest.mark.docker
 def test_editor_on_a_docker_sandbox(sandbox):
-    from agentrl.envs.swe_lite.grading import setup_repo
+    from agentrl.envs.swe.grading.grader import setup_repo
 
     setup_repo(sandbox, {"m.py": TEXT}, git=False)
     sandbox.exec("ln -s /tmp escape && ln -s m.py alias.py", cwd=ROOT)

@@ -3,6 +3,7 @@ and a dead sandbox flagged as infra_error."""
 
 from __future__ import annotations
 
+import asyncio
 import warnings
 
 import pytest
@@ -22,7 +23,7 @@ def edit(**args) -> str:
 
 @pytest.fixture
 def make_env(docker_backend, tasks):
-    from agentrl.envs.swe_lite.env import SweLiteEnv
+    from agentrl.envs.swe_lite import SweLiteEnv
 
     envs = []
 
@@ -84,7 +85,6 @@ def test_format_errors_end_the_episode_in_the_loop_and_score_0(make_env):
     """Guards the one owner of the format-error budget: the env only flags each error (it used to end the
     episode itself at its own limit, beside the loop's), the agent loop ends it at LoopConfig.max_format_errors,
     and end_episode closes it out as a scored 0 with the env's final info, even when evaluation asks for a grade."""
-    import asyncio
 
     from agentrl.models import load_tokenizer
     from agentrl.rollout.agent_loop import LoopConfig, ScriptedPolicy, run_episode
@@ -102,20 +102,33 @@ def test_format_errors_end_the_episode_in_the_loop_and_score_0(make_env):
     assert info["exit_reason"] == "format_errors" and info["n_format_errors"] == 2 and not info["grading_valid"]
 
 
-def test_max_steps_truncates_and_grades(make_env, tasks):
-    env = make_env(max_steps=1)
+def test_turn_budget_is_the_loops_and_is_graded(make_env, tasks):
+    """The loop owns the turn budget (rollout.max_turns): the env never truncates on its own, and the loop's
+    ending is graded as the repo stands (grade_on_truncation), in training too (grade_at_budget False)."""
+    from agentrl.models import load_tokenizer
+    from agentrl.rollout.agent_loop import LoopConfig, ScriptedPolicy, run_episode
+
+    env = make_env()
     env.reset(options={"instance_id": tasks[0].instance_id})
-    _, reward, terminated, truncated, info = env.step(bash("true"))
-    assert truncated and not terminated and info["exit_reason"] == "max_steps" and info["termination"] == "max_turns"
-    assert info["grading_valid"] and reward == 0.0 and info["f2p_pass"] == 0.0
+    for _ in range(3):
+        _, reward, terminated, truncated, info = env.step(bash("true"))
+        assert not terminated and not truncated and reward == 0.0 and "resolved" not in info
+    cfg = LoopConfig(max_turns=2, max_new_tokens=64, grade_at_budget=False)
+    policy = ScriptedPolicy(lambda env: bash("true"), name="idle")
+    traj = asyncio.run(run_episode(make_env(), None, load_tokenizer("tiny"), cfg, seed=0, policy=policy,
+                                   options={"instance_id": tasks[0].instance_id}))
+    info = traj.reward_info
+    assert traj.termination.value == "max_turns" and len(traj.turns) == 2 and traj.reward == 0.0
+    assert info["exit_reason"] == "loop_max_turns" and info["grading_valid"] and info["f2p_pass"] == 0.0
 
 
-def test_wall_clock_budget_truncates(make_env):
-    env = make_env(wall_clock_s=0.0, grade_on_truncation=False)
+def test_time_budget_without_grading_scores_zero_ungraded(make_env):
+    env = make_env(grade_on_truncation=False)
     env.reset(seed=0)
-    _, reward, terminated, truncated, info = env.step(bash("true"))
-    assert truncated and not terminated and info["exit_reason"] == "wall_clock" and info["termination"] == "timeout"
-    assert reward == 0.0 and not info["grading_valid"]
+    env.step(bash("true"))
+    info = env.end_episode("timeout", grade=False)
+    assert info["reward"] == 0.0 and not info["grading_valid"] and info["exit_reason"] == "loop_timeout"
+    assert info["termination"] == "timeout" and env.sandbox is None
 
 
 TAMPERING = {

@@ -3,11 +3,12 @@ final info, and `level=auto` promotes through a shared curriculum on the policy'
 
 from __future__ import annotations
 
+import agentrl.envs.swe.expert as expert
 import pytest
-from agentrl.envs.swe_lite import expert
-from agentrl.envs.swe_lite.env import REPO, SweLiteEnv
-from agentrl.envs.swe_lite.levels import Curriculum
-from agentrl.envs.swe_lite.tasks import TaskError
+from agentrl.envs.swe.env import REPO
+from agentrl.envs.swe.levels import Curriculum
+from agentrl.envs.swe.tasks import TaskError
+from agentrl.envs.swe_lite import SweLiteEnv
 
 pytestmark = pytest.mark.docker
 

@@ -4,10 +4,10 @@ mid-`str_replace` never edits."""
 
 from __future__ import annotations
 
+import agentrl.envs.swe.expert as expert
 import pytest
-from agentrl.envs.swe_lite import expert
-from agentrl.envs.swe_lite.env import REPO
-from agentrl.envs.swe_lite.tasks import load_tasks
+from agentrl.envs.swe.env import REPO
+from agentrl.envs.swe.tasks import load_tasks
 
 from agentrl.config import CONFIG_DIR, load_config
 from agentrl.models import load_tokenizer

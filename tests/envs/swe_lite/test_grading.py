@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 
+import agentrl.envs.swe.grading.tampering as tampering
 import pytest
-from agentrl.envs.swe_lite import tampering
-from agentrl.envs.swe_lite.grading import (
+from agentrl.envs.swe.grading.grader import (
     CaseResult,
     SuiteRun,
     agent_changes,
@@ -58,7 +58,7 @@ def test_scoring_follows_swebench():
 
 
 def test_reward_is_resolved_unless_shaped():
-    from agentrl.envs.swe_lite.grading import Grade
+    from agentrl.envs.swe.grading.grader import Grade
 
     partial = Grade(resolved=False, f2p=0.5, p2p=1.0, resolution="PARTIAL", patch="", valid=True)
     assert partial.reward() == 0.0 and partial.reward(shaped=True) == 0.5
@@ -116,7 +116,7 @@ def test_every_gold_patch_passes_the_scan(tasks):
 
 @pytest.mark.docker
 def test_gold_and_empty_on_one_task(sandbox, tasks):
-    from agentrl.envs.swe_lite.grading import grade
+    from agentrl.envs.swe.grading.grader import grade
 
     task = tasks[0]
     gold = grade(sandbox, task, changes={p: t for p, t in task.fixed_files().items() if task.files.get(p) != t})
@@ -189,7 +189,7 @@ def any_sandbox(request):
 @pytest.mark.parametrize("attack", sorted(RUNTIME))
 def test_harness_alone_scores_runtime_attacks_zero(any_sandbox, tasks, attack, mode, monkeypatch):
     """With the static scan switched off, the in-process harness and the judge each hold on their own."""
-    from agentrl.envs.swe_lite import grading
+    import agentrl.envs.swe.grading.grader as grading
 
     monkeypatch.setattr(grading.tampering, "findings", lambda *a: [])
     monkeypatch.setattr(grading.tampering, "shadowing", lambda *a: [])

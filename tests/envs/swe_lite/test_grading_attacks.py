@@ -192,7 +192,7 @@ def pool(request):
 
 @pytest.fixture(scope="module")
 def all_tasks():
-    from agentrl.envs.swe_lite.tasks import load_tasks
+    from agentrl.envs.swe.tasks import load_tasks
 
     return {t.instance_id: t for t in load_tasks(split=None)}
 
@@ -204,7 +204,7 @@ def task(all_tasks):
 
 def play(pool, task, actions: list[str]) -> tuple[float, dict]:
     """Run the actions in the agent sandbox, submit, and return (reward, info); the record must be writable."""
-    from agentrl.envs.swe_lite.env import SweLiteEnv
+    from agentrl.envs.swe_lite import SweLiteEnv
 
     env = SweLiteEnv(tasks=[task], pool=pool, grade_timeout_s=30)
     try:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from agentrl.envs.swe_lite.grading import REPO, setup_repo
-from agentrl.envs.swe_lite.judge import judge_tests, names_of_tests
+from agentrl.envs.swe.grading.grader import REPO, setup_repo
+from agentrl.envs.swe.grading.judge import judge_tests, names_of_tests
 
 pytestmark = pytest.mark.slow
 
@@ -211,7 +211,7 @@ def test_an_unimportable_repo_is_a_collection_error(sandbox):
 
 def test_the_tests_never_enter_the_sandbox(sandbox):
     """grading.judge_run uploads the repo without the test files it runs: the worker cannot read them."""
-    from agentrl.envs.swe_lite.grading import judge_run
+    from agentrl.envs.swe.grading.grader import judge_run
 
     module = "import os\n\n\ndef look():\n    return sorted(os.listdir('.')), os.path.exists('tests')\n"
     tests = "from mod import look\n\n\ndef test_look():\n    assert look() == (['mod.py'], False)\n"
@@ -234,3 +234,114 @@ def test_a_sandbox_that_dies_under_the_worker_is_our_fault_not_a_failed_test(doc
         threading.Timer(2.0, sb.kill).start()
         with pytest.raises(SandboxError):
             judge(sb, module, "from mod import slow\n\n\ndef test_slow():\n    slow()\n", call_timeout=60)
+
+
+def test_an_exception_whose_own_str_raises_fails_its_test_with_the_workers_text(sandbox):
+    """Guards a grader crash the worker chose: `str()` of this UnicodeEncodeError raises SystemError, and the judge
+    called it on the host to build the failure message, so grading raised (the episode ended as env_error and
+    training masked it). The judge now keeps the text the worker made and never formats the exception itself."""
+    module = 'def f():\n    raise UnicodeEncodeError("ascii", "x", -5, -4, "r")\n'
+    tests = ("import pytest\n\nfrom mod import f\n\n\ndef test_f():\n    assert f() == 1\n\n\n"
+             "def test_raises():\n    with pytest.raises(UnicodeEncodeError, match='unprintable'):\n        f()\n")
+    run = judge(sandbox, module, tests)
+    assert run.valid and statuses(run) == {"test_f": "failed", "test_raises": "passed"}, run
+    assert run.cases["tests/test_mod.py::test_f"].message == "UnicodeEncodeError: <unprintable UnicodeEncodeError>"
+
+
+COLLIDING = 2 ** 61 - 1  # an int's hash is its value modulo this prime: every multiple hashes to 0
+
+
+class Watchdog:
+    """A thread that ticks every 10 ms and keeps the longest gap between two ticks: a gap of a second means some
+    thread held the interpreter lock that long (every thread of a trainer stalls meanwhile)."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.longest, self._stop = 0.0, threading.Event()
+        self._thread = threading.Thread(target=self._tick, daemon=True)
+
+    def _tick(self) -> None:
+        import time
+
+        last = time.perf_counter()
+        while not self._stop.wait(0.01):
+            now = time.perf_counter()
+            self.longest, last = max(self.longest, now - last), now
+
+    def __enter__(self) -> Watchdog:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def test_a_hash_flood_is_refused_in_time_without_holding_the_interpreter_lock(sandbox):
+    """Guards a stall the worker chose: a set of 200,000 ints that all hash to 0 (the node cap allows it) made the
+    judge build the set on the host, O(n²) comparisons holding the GIL (25,000 of them: 6.9 s, past a 5 s grade
+    deadline). The judge now refuses more than a few members per hash before building anything."""
+    flood = f'{{"set": [{{"int": str(k * {COLLIDING})}} for k in range(199999)]}}'  # 200,000 values with the set
+    module = f"import __main__\n__main__.enc = lambda x: {flood}\n\n\ndef f():\n    return 1\n"
+    with Watchdog() as dog:
+        run = judge(sandbox, module, "from mod import f\n\n\ndef test_f():\n    assert f() == 1\n", timeout=30)
+    assert not run.valid and "hash flood" in run.refused, run
+    assert run.duration_s < 30 and dog.longest < 1.0, (run.duration_s, dog.longest)
+
+
+@pytest.mark.parametrize("kind", ["exception classes", "handles"])
+def test_handles_and_exception_classes_per_worker_are_capped(sandbox, kind):
+    """Guards unbounded judge memory the worker chose: 100,000 new exception-class handles in one answer made the
+    judge create and keep a class for each (+628 MB in one grade). Past MAX_EXC_CLASSES classes or MAX_HANDLES
+    handles the run is refused, and what the judge kept stays under a fixed budget."""
+    import tracemalloc
+
+    from agentrl.envs.swe.grading.judge import MAX_EXC_CLASSES, MAX_HANDLES
+
+    handle = ("{'ref': k + 2, 'kind': 'class', 'name': 'E%d' % k, 'exc': ['ValueError']}" if kind == "exception classes"
+              else "{'ref': k + 2, 'kind': 'object', 'name': 'O'}")
+    module = (f"import __main__\n__main__.enc = lambda x: {{'list': [{handle} for k in range(100000)]}}\n\n\n"
+              "def f():\n    return 1\n")
+    tracemalloc.start()
+    try:
+        run = judge(sandbox, module, "from mod import f\n\n\ndef test_f():\n    assert f() == 1\n", timeout=60)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert not run.valid and kind in run.refused, run
+    assert f"{MAX_EXC_CLASSES if kind == 'exception classes' else MAX_HANDLES}" in run.refused
+    assert peak < 160 << 20, f"{peak >> 20} MB traced while judging"  # the 7 MB answer line parsed, plus the capped handles
+
+
+def test_an_eval_over_gold_and_a_grader_crashing_non_fix_reports_half(tmp_path, docker_backend):
+    """Guards the escape from a 0 through the judge's crash, end to end: `agentrl eval --oracle gold` over a task and
+    a copy whose "gold" patch makes the faulty function raise UnicodeEncodeError("ascii", "x", -5, -4, "r") printed
+    resolved rate 100.0% with 1 infra error (the episode ended as env_error, masked). It must print 50.0%, 0 infra."""
+    import dataclasses
+    import os
+    import subprocess
+    import sys
+
+    from agentrl.envs.swe.audit import with_body
+    from agentrl.envs.swe.patches import make_diff
+    from agentrl.envs.swe.tasks import load_tasks, write_tasks
+
+    task = next(t for t in load_tasks(split="test") if t.mutation.get("function"))
+    path, function = task.mutation["file"], task.mutation["function"]
+    crashing = with_body(task.files[path], function, 'raise UnicodeEncodeError("ascii", "x", -5, -4, "r")')
+    non_fix = dataclasses.replace(task, instance_id=task.instance_id + "-crash",
+                                  patch=make_diff(task.files, {**task.files, path: crashing}))
+    write_tasks([task, non_fix], tmp_path / "tasks.jsonl")
+    out = tmp_path / "r.jsonl"
+    r = subprocess.run([sys.executable, "-m", "agentrl", "eval", "--quiet", "--env", "swe_lite", "--oracle", "gold",
+                        "--tasks", str(tmp_path / "tasks.jsonl"), "--backend", docker_backend, "--out", str(out)],
+                       capture_output=True, text=True, timeout=600, cwd=tmp_path, env=dict(os.environ))
+    assert r.returncode == 0, r.stderr
+    records = {rec["instance_id"]: rec for rec in map(json.loads, out.read_text().splitlines())}
+    assert records[task.instance_id]["resolved"] and not records[non_fix.instance_id]["resolved"], records
+    assert not records[non_fix.instance_id]["infra_error"] and records[non_fix.instance_id]["termination"] == "done"
+    import re
+
+    summary = r.stdout + r.stderr
+    assert re.search(r"resolved rate\s+50\.0%", summary) and re.search(r"infra errors\s+0\n", summary), summary

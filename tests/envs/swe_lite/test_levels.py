@@ -6,10 +6,10 @@ from __future__ import annotations
 import dataclasses
 import re
 
+import agentrl.envs.swe.levels as levels
 import pytest
-from agentrl.envs.swe_lite import levels
-from agentrl.envs.swe_lite.levels import Curriculum, LevelError, render
-from agentrl.envs.swe_lite.tasks import load_tasks
+from agentrl.envs.swe.levels import Curriculum, LevelError, render
+from agentrl.envs.swe.tasks import load_tasks
 
 
 def patch_lines(task) -> tuple[list[str], list[str]]:
@@ -110,7 +110,7 @@ def test_level_is_a_step_metric_and_auto_shares_one_curriculum_per_run():
     """The level a step trained on is logged (rollout/level_mean), and level=auto's envs share one curriculum."""
     from types import SimpleNamespace
 
-    from agentrl.envs.swe_lite.env import SweLiteEnv
+    from agentrl.envs.swe_lite import SweLiteEnv
 
     from agentrl.rollout.collector import summarize
     from agentrl.types import Trajectory

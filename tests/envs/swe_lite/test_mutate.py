@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import ast
 
-from agentrl.envs.swe_lite import mutate
-from agentrl.envs.swe_lite.generate import corpus_modules, module_files
+import agentrl.envs.swe.mutate as mutate
+from agentrl.envs.swe.lite.generate import corpus_modules, module_files
 
 SOURCE = '''
 def clamp(x, lo, hi):

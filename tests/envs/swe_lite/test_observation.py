@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agentrl.envs.swe_lite.observation import EMPTY, bash_observation, clean, clip, head_tail
+from agentrl.envs.swe.observation import EMPTY, bash_observation, clean, clip, head_tail
 
 
 def test_format_and_ansi_stripping():

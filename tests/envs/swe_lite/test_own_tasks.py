@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from agentrl.envs.swe_lite.patches import make_diff
-from agentrl.envs.swe_lite.tasks import TaskError
+from agentrl.envs.swe.patches import make_diff
+from agentrl.envs.swe.tasks import TaskError
 
 from agentrl.config import load_config
 from agentrl.registry import make
@@ -40,7 +40,7 @@ def test_tasks_and_snapshots_from_the_command_line_reach_the_env(tmp_path):
     assert task.instance_id == "acme__calc-1" and task.files == BUGGY
     assert task.difficulty == 0  # a one-line fix: offered at level 0 with the function quoted
     for level, expected in ((0, "`add` in `calc.py`"), (2, "`add` gives `-1`.")):
-        from agentrl.envs.swe_lite.levels import render
+        from agentrl.envs.swe.levels import render
 
         assert expected in render(task, level)
 

@@ -6,7 +6,7 @@ import shutil
 import subprocess
 
 import pytest
-from agentrl.envs.swe_lite.patches import PatchError, apply_patch, changed_paths, make_diff, tree_id
+from agentrl.envs.swe.patches import PatchError, apply_patch, changed_paths, make_diff, tree_id
 
 OLD = {"pkg/mod.py": "def f(x):\n    return x + 1\n", "README": "no newline at end", "tests/test_a.py": "x = 1\n"}
 NEW = {"pkg/mod.py": "def f(x):\n    return x - 1\n", "README": "no newline at end\n", "pkg/new.py": "y = 2\n"}

@@ -4,9 +4,10 @@ action."""
 
 from __future__ import annotations
 
-from agentrl.envs.swe_lite import expert
-from agentrl.envs.swe_lite.env import PROMPT_TOKENS, REPO, SweLiteEnv
-from agentrl.envs.swe_lite.tasks import load_tasks
+import agentrl.envs.swe.expert as expert
+from agentrl.envs.swe.env import PROMPT_TOKENS, REPO
+from agentrl.envs.swe.tasks import load_tasks
+from agentrl.envs.swe_lite import SweLiteEnv
 
 from agentrl.models import load_tokenizer
 from agentrl.tool_calls import ToolCall, parse_tool_call

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import re
 
+import agentrl.envs.swe.expert as expert
 import pytest
-from agentrl.envs.swe_lite import expert
-from agentrl.envs.swe_lite.generate import MAX_F2P, MIN_F2P
-from agentrl.envs.swe_lite.tasks import TaskError, load_swebench, load_tasks, task_from_dict
+from agentrl.envs.swe.lite.generate import MAX_F2P, MIN_F2P
+from agentrl.envs.swe.tasks import TaskError, load_swebench, load_tasks, task_from_dict
 
 
 def test_shipped_corpus_shape(tasks):
@@ -117,8 +117,8 @@ def test_loader_errors_name_the_problem(tmp_path):
 @pytest.mark.docker
 def test_a_swebench_style_task_grades_gold_and_empty(tmp_path, sandbox):
     """Own tasks without pytest.ini or setup.py: node ids must still be relative to the repo root."""
-    from agentrl.envs.swe_lite.grading import grade
-    from agentrl.envs.swe_lite.patches import make_diff
+    from agentrl.envs.swe.grading.grader import grade
+    from agentrl.envs.swe.patches import make_diff
 
     snap = tmp_path / "snaps" / "acme__calc"
     (snap / "tests").mkdir(parents=True)

@@ -9,7 +9,7 @@ import json
 import math
 
 import pytest
-from agentrl.envs.swe_lite.env import SweLiteEnv
+from agentrl.envs.swe_lite import SweLiteEnv
 
 from agentrl.config import load_config
 from agentrl.models import load_model
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.slow
 
 def test_one_training_step_on_swe_lite(tmp_path, docker_backend):
     cfg = load_config("swe_lite", overrides=[
-        "model.name=tiny", f"env.kwargs.backend={docker_backend}", "env.kwargs.max_steps=3",
+        "model.name=tiny", f"env.kwargs.backend={docker_backend}",
         "sft.episodes=2", "sft.epochs=1", "rollout.tasks_per_step=1", "rollout.group_size=2",
         "rollout.max_turns=3", "rollout.max_new_tokens=160", "rollout.max_context_tokens=3072",
         "rollout.dynamic_sampling=false", "algo.format_reward=0.2", "trainer.steps=1", "trainer.lr=1e-3",

@@ -8,12 +8,12 @@ import pytest
 @pytest.fixture(scope="session")
 def cache_ready() -> None:
     """Skip where the package cache is absent: `make setup` (scripts/setup.sh) fetches it, so CI always has it."""
-    from agentrl.envs.swe_real.packages import missing
+    from agentrl.envs.swe.real.packages import missing
 
     gone = missing()
     if gone:
         pytest.skip(f"the swe_real package cache lacks {', '.join(gone)}: run "
-                    "'python -m agentrl.envs.swe_real.packages' (make setup does)")
+                    "'python -m agentrl.envs.swe.real.packages' (make setup does)")
 
 
 @pytest.fixture(scope="session")
@@ -31,6 +31,6 @@ def docker_backend() -> str:
 @pytest.fixture(scope="session")
 def real_tasks(cache_ready):
     """Every shipped swe_real task."""
-    from agentrl.envs.swe_real.tasks import load_real
+    from agentrl.envs.swe.real.tasks import load_real
 
     return load_real()

@@ -1,12 +1,12 @@
 """swe_real tasks graded for real: the package's own tests in the Docker image, through the in-process harness.
 
 CI self-checks a sample (the first single-bug and the first two-bug task of each split); the whole file is
-self-checked on demand: `python -m agentrl.envs.swe_real.generate --self-check`."""
+self-checked on demand: `python -m agentrl.envs.swe.real.generate --self-check`."""
 
 from __future__ import annotations
 
 import pytest
-from agentrl.envs.swe_real.generate import self_check
+from agentrl.envs.swe.real.generate import self_check
 
 pytestmark = pytest.mark.docker
 
@@ -18,7 +18,7 @@ def _sample(tasks):
     return [picked[k] for k in sorted(picked)]
 
 
-def test_sample_self_check_gold_resolves_empty_fails_in_process(real_tasks, docker_backend):
+def test_sample_self_check_gold_resolves_empty_fails_under_the_suite_judge(real_tasks, docker_backend):
     from agentrl.sandboxes import open_sandbox
 
     chosen = _sample(real_tasks)
@@ -31,7 +31,7 @@ def test_sample_self_check_gold_resolves_empty_fails_in_process(real_tasks, dock
 def test_generic_non_fixes_score_zero_on_the_sample(real_tasks, docker_backend):
     """Guards the grade against the reward hacks that beat swe_lite's old corpus: returning unittest.mock.ANY, an
     always-equal object, a deleted body or the exception a test expects, in place of the faulty function, must not
-    resolve a task (the test-strength audit, through the in-process harness)."""
+    resolve a task (the test-strength audit, through the suite judge)."""
     from agentrl.sandboxes import open_sandbox
 
     chosen = [t for t in _sample(real_tasks) if len(t.FAIL_TO_PASS) > 1][:3]
@@ -40,7 +40,7 @@ def test_generic_non_fixes_score_zero_on_the_sample(real_tasks, docker_backend):
     assert problems["audit"] == [], problems["audit"]
 
 
-def test_env_episode_with_the_scripted_expert_scores_one_and_says_in_process(real_tasks, docker_backend):
+def test_env_episode_with_the_scripted_expert_scores_one_and_says_suite_judge(real_tasks, docker_backend):
     import agentrl
 
     task = next(t for t in real_tasks if t.split == "test" and t.difficulty == 0)
@@ -53,7 +53,7 @@ def test_env_episode_with_the_scripted_expert_scores_one_and_says_in_process(rea
         while not done:
             _, reward, done, truncated, final = env.step(env.unwrapped.expert_action())
             done = done or truncated
-        assert reward == 1.0 and final["resolved"] and final["grading_mode"] == "in_process"
+        assert reward == 1.0 and final["resolved"] and final["grading_mode"] == "suite_judge"
     finally:
         env.close()
 
@@ -66,7 +66,7 @@ def test_env_without_a_fix_scores_zero(real_tasks, docker_backend):
     try:
         env.reset(seed=0)
         _, reward, done, _, final = env.step('<tool_call>{"name": "submit", "arguments": {}}</tool_call>')
-        assert done and reward == 0.0 and final["grading_mode"] == "in_process" and final["grading_valid"]
+        assert done and reward == 0.0 and final["grading_mode"] == "suite_judge" and final["grading_valid"]
     finally:
         env.close()
 
@@ -79,9 +79,9 @@ def test_regeneration_reproduces_the_first_tasks_of_a_package_byte_for_byte(dock
     import dataclasses
     import json
 
-    from agentrl.envs.swe_lite.tasks import read_jsonl
-    from agentrl.envs.swe_real import generate
-    from agentrl.envs.swe_real.tasks import DEFAULT_TASKS, record_of
+    import agentrl.envs.swe.real.generate as generate
+    from agentrl.envs.swe.real.tasks import DEFAULT_TASKS, record_of
+    from agentrl.envs.swe.tasks import read_jsonl
     from agentrl.sandboxes import open_sandbox
 
     pinned = generate.load_packages()
@@ -115,6 +115,6 @@ def test_eval_cli_gold_and_empty_oracles_on_the_test_split(docker_backend, cache
                         "test", "--limit", "2", "--concurrency", "1", "--out", str(out)], check=True,
                        capture_output=True, timeout=600)
         records = [json.loads(line) for line in out.read_text().splitlines()]
-        assert len(records) == 2 and all(r["grading_mode"] == "in_process" for r in records)
+        assert len(records) == 2 and all(r["grading_mode"] == "suite_judge" for r in records)
         rates[oracle] = sum(r["resolved"] for r in records) / len(records)
     assert rates == {"gold": 1.0, "empty": 0.0}

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import ast
 
-from agentrl.envs.swe_lite import mutate
-from agentrl.envs.swe_real import mutations
+import agentrl.envs.swe.mutate as mutate
+import agentrl.envs.swe.real.mutations as mutations
 
 SOURCE = '''
 def clip(items, lo, hi):

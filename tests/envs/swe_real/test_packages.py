@@ -5,9 +5,9 @@ from __future__ import annotations
 import hashlib
 import re
 
+import agentrl.envs.swe.real.packages as packages
 import pytest
-from agentrl.envs.swe_real import packages
-from agentrl.envs.swe_real.packages import PackageError, load_packages, snapshot_files
+from agentrl.envs.swe.real.packages import PackageError, load_packages, snapshot_files
 
 PERMISSIVE = {"MIT", "BSD-3-Clause", "BSD-2-Clause", "Apache-2.0", "ISC"}
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from agentrl.envs.swe_real.generate import MIN_F2P, Generator
+from agentrl.envs.swe.real.generate import MIN_F2P, Generator
 
 
 def test_every_shipped_task_has_enough_fail_to_pass_tests(real_tasks):
@@ -22,7 +22,7 @@ def test_weakness_names_a_single_fail_to_pass_test_without_grading(real_tasks):
 
 
 def test_named_in_reads_the_names_the_issue_blames():
-    from agentrl.envs.swe_real.statements import named_in
+    from agentrl.envs.swe.real.statements import named_in
 
     text = ("Bug in `isodate`: `parse_duration` gives a wrong result.\n\n> assert x\n\n"
             "Also, `Duration` raises `TypeError` where it should not.\n\nAlso, `strftime` no longer raises the error "
@@ -34,9 +34,9 @@ def test_named_in_reads_the_names_the_issue_blames():
 def test_the_audit_plants_the_always_equal_value_in_the_function_the_issue_blames(real_tasks):
     """A policy that reads "`f` gives a wrong result" would make f return a value equal to anything, whichever
     function holds the bug: the audit tries exactly that, in each definition of f, besides the faulty function."""
-    from agentrl.envs.swe_lite.audit import ALWAYS_EQUAL_BODY, non_fixes
-    from agentrl.envs.swe_real.generate import named_targets
-    from agentrl.envs.swe_real.statements import named_in
+    from agentrl.envs.swe.audit import ALWAYS_EQUAL_BODY, non_fixes
+    from agentrl.envs.swe.real.generate import named_targets
+    from agentrl.envs.swe.real.statements import named_in
 
     elsewhere = [t for t in real_tasks if any(q != t.mutation["function"] for _, q in named_targets(t))]
     assert elsewhere, "no shipped task blames a function other than the faulty one"

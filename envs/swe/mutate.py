@@ -54,7 +54,7 @@ class Mutation:
         return (self.lineno, self.start, self.end, self.operator, self.variant)
 
 
-class _Offsets:
+class Offsets:
     """Maps ast (line, utf-8 byte column) positions to character offsets in the source."""
 
     def __init__(self, source: str) -> None:
@@ -65,13 +65,16 @@ class _Offsets:
         self.lines = source.splitlines(keepends=True)
 
     def at(self, lineno: int, col: int) -> int:
+        """The character offset of ast position (lineno, utf-8 byte col)."""
         line = self.lines[lineno - 1]
         return self.line_starts[lineno - 1] + len(line.encode()[:col].decode())
 
     def start(self, node: ast.AST) -> int:
+        """The character offset where `node` starts."""
         return self.at(node.lineno, node.col_offset)
 
     def end(self, node: ast.AST) -> int:
+        """The character offset where `node` ends."""
         return self.at(node.end_lineno, node.end_col_offset)
 
     def line_span(self, first: int, last: int) -> tuple[int, int]:
@@ -79,7 +82,7 @@ class _Offsets:
         return self.line_starts[first - 1], self.line_starts[last]
 
 
-def _functions(tree: ast.Module):
+def functions(tree: ast.Module):
     """(qualified name, FunctionDef) for every function and method, outermost first."""
     stack = [("", node) for node in tree.body]
     while stack:
@@ -95,7 +98,7 @@ def _is_docstring(node: ast.AST, parent_body: list[ast.stmt]) -> bool:
             and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str))
 
 
-def _gap_replace(off: _Offsets, left: ast.AST, right: ast.AST, old: str, new: str) -> tuple[int, int, str] | None:
+def _gap_replace(off: Offsets, left: ast.AST, right: ast.AST, old: str, new: str) -> tuple[int, int, str] | None:
     """Replace operator text `old` found between two operand nodes with `new` (keeps spacing and parens)."""
     a, b = off.end(left), off.start(right)
     gap = off.source[a:b]
@@ -121,14 +124,14 @@ def _single_line(stmt: ast.stmt) -> bool:
 def candidates(source: str) -> list[Mutation]:
     """Every mutation of every operator for the functions in `source`, in a stable order."""
     tree = ast.parse(source)
-    off = _Offsets(source)
+    off = Offsets(source)
     found: list[Mutation] = []
 
     def add(op: str, fn: str, node: ast.AST, span: tuple[int, int, str] | None, variant: int = 0) -> None:
         if span is not None:
             found.append(Mutation(op, fn, node.lineno, span[0], span[1], span[2], variant))
 
-    for fn, func in _functions(tree):
+    for fn, func in functions(tree):
         docstring = func.body[0] if _is_docstring(func.body[0], func.body) else None
         for node in ast.walk(func):
             if node is docstring or node is func:

@@ -15,11 +15,11 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from agentrl.envs.swe_lite.patches import apply_patch, tree_id
+from agentrl.envs.swe.patches import apply_patch, tree_id
 
 from agentrl.errors import AgentRLError
 
-DATA_DIR = Path(__file__).parent / "data"
+DATA_DIR = Path(__file__).parent / "lite" / "data"
 DEFAULT_TASKS = DATA_DIR / "tasks.jsonl"
 TEST_CMD = "python3 -m pytest -q -rA -p no:cacheprovider -o addopts="
 SPLITS = ("train", "dev", "test")
@@ -117,7 +117,7 @@ def task_from_dict(d: dict[str, Any], where: str = "task") -> Task:
 
 
 def _min_level(task: Task, where: str) -> int:
-    from agentrl.envs.swe_lite.levels import min_level
+    from agentrl.envs.swe.levels import min_level
 
     try:
         return min_level(task)

@@ -134,16 +134,24 @@ def answer(req: dict, out: list):
     raise ValueError(f"unknown op {op!r}")
 
 
+def text_of(e: BaseException) -> str:
+    """str(e), cut to 4000 characters, made here (the judge never formats what the repo raised)."""
+    try:
+        text = str(e)
+        return text[:4000] if type(text) is str else type(e).__name__
+    except Exception:
+        return f"<unprintable {type(e).__name__}>"
+
+
 def raised(e: BaseException) -> dict:
-    """An exception as the protocol writes it: its class (a builtin's name or a handle) and its args."""
+    """An exception as the protocol writes it: its class (a builtin's name or a handle), its args and its text."""
     cls = type(e)
-    out = {"cls": cls.__name__ if getattr(builtins, cls.__name__, None) is cls else ref(cls)}
+    out = {"cls": cls.__name__ if getattr(builtins, cls.__name__, None) is cls else ref(cls), "msg": text_of(e)}
     try:
         out["args"] = [enc(a) for a in e.args]
         json.dumps(out["args"])
     except Exception:
         out.pop("args", None)
-        out["msg"] = str(e)[:4000]
     return out
 
 

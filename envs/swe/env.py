@@ -1,20 +1,27 @@
-"""swe_lite: fix a small bug in a Python repo with bash, an editor and submit; graded by hidden tests.
+"""The SWE env: fix a bug in a Python repo with bash, an editor and submit; graded by hidden tests.
 
-Example task (swelite__intervals-0000): "`total_length([(1, 3), (2, 6), (10, 10)])` returns the wrong result.
-It gives `3`, but `7` is expected." → view intervals.py → str_replace `end - start - 1` → run tests → submit.
+One env for every task source (sources.py): the built-in corpus (the `swe_lite` preset), real packages (the
+`swe_real` preset) or a JSONL of your own. Example task (swelite__intervals-0000): "`total_length([(1, 3), (2, 6),
+(10, 10)])` returns the wrong result. It gives `3`, but `7` is expected." → view intervals.py → str_replace
+`end - start - 1` → run tests → submit.
 """
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from agentrl.envs.swe_lite import expert, grading, levels
-from agentrl.envs.swe_lite.editor import Editor, SandboxFiles
-from agentrl.envs.swe_lite.grading import REPO
-from agentrl.envs.swe_lite.observation import bash_observation
-from agentrl.envs.swe_lite.tasks import Task, TaskError, load_any
+import agentrl.envs.swe.expert as expert
+import agentrl.envs.swe.grading.grader as grading
+import agentrl.envs.swe.levels as levels
+import agentrl.envs.swe.sources as sources
+from agentrl.envs.swe.editor import Editor, SandboxFiles
+from agentrl.envs.swe.grading.grader import REPO
+from agentrl.envs.swe.observation import bash_observation
+from agentrl.envs.swe.tasks import Task, TaskError
 from agentrl.sandboxes.base import FileTooLarge
 
 from agentrl.agent_env import AgentEnv
@@ -38,12 +45,12 @@ PROMPT_TOKENS = 348
 count is written (tests/envs/swe_lite/test_prompt_budget.py checks it and holds it ≤ 350)."""
 
 
-class SweLiteEnv(AgentEnv):
+class SweEnv(AgentEnv):
     """Fix the bug described in an issue; reward 1 when every hidden fail-to-pass and pass-to-pass test passes.
 
     ## Task
-    A small pure-Python repo with a planted bug and an issue text (tasks.py, data/tasks.jsonl, or your own
-    SWE-bench-style JSONL). The repo has one commit, no history and no bytecode. The issue is shown at a
+    A Python repo with a planted bug and an issue text, from the env's task source (sources.py: the built-in
+    corpus, real packages, or your own swe_lite, swe_real or SWE-bench-style JSONL). The repo has one commit, no history and no bytecode. The issue is shown at a
     difficulty level (levels.py): 0 adds the faulty function's source (one-line fixes only), 1 is the issue as
     generated, 2 the symptom only; `level="auto"` starts at 0 and promotes on the recent resolved rate.
     The system message (prompt + tool specs) is PROMPT_TOKENS tokens long with the SmolLM2 tokenizer.
@@ -56,31 +63,37 @@ class SweLiteEnv(AgentEnv):
     float(resolved) at the end, 0 before. resolved = all F2P and P2P pass in a fresh sandbox that holds only the
     agent's allowed source changes plus the hidden tests. `shaped_reward=True`: f2p rate if all P2P pass.
     ## Episode End
-    Terminated by submit or a dead sandbox (info["infra_error"], which the trainer masks). Truncated at
-    `max_steps` or `wall_clock_s`, graded all the same by default. The agent loop ends an episode after
-    rollout.max_format_errors format errors in a row; `end_episode` then scores it 0 without grading.
+    Terminated by submit or a dead sandbox (info["infra_error"], which the trainer masks). The agent loop owns
+    every other budget (rollout.max_turns, rollout.episode_timeout_s, format errors in a row) and closes the
+    episode through `end_episode`: a turn or time budget is graded as the repo stands (`grade_on_truncation`,
+    and always when evaluation asks), format errors score 0 without grading.
     ## Arguments
-    tasks (list[Task] | path | None = shipped corpus), snapshots (folder of repo snapshots for SWE-bench-style
-    JSONL), split ("train", or names joined by commas), level (0 | 1 | 2 | "auto"), curriculum (a shared
-    levels.Curriculum for "auto"; promote_at, promote_window size a private one), backend, pool (a SandboxPool to
-    share), visibility ("hidden" | "visible"), max_steps, wall_clock_s, command_timeout_s, shaped_reward,
-    grade_on_truncation, grade_timeout_s.
+    tasks (list[Task] | a source name: "corpus" or "real" | a JSONL path | None = the preset's `source`),
+    snapshots (folder of repo snapshots for SWE-bench-style JSONL), split ("train", or names joined by commas),
+    level (0 | 1 | 2 | "auto"), curriculum (a shared levels.Curriculum for "auto"; promote_at, promote_window size
+    a private one), backend, pool (a SandboxPool to share), visibility ("hidden" | "visible"), command_timeout_s,
+    shaped_reward, grade_on_truncation, grade_timeout_s.
     ## Version History
-    v0: initial version; levels and the shortened prompt added without a version bump (level 1 = v0's issue).
+    v0: initial version; levels and the shortened prompt added without a version bump (level 1 = v0's issue);
+    the env's own turn and clock budgets (max_steps, wall_clock_s) gave way to the loop's.
     """
 
     tools = (BASH, EDITOR, SUBMIT)
     system_prompt = SYSTEM_PROMPT
+    source: str = "corpus"
+    """The task source when `tasks` is not given (sources.SOURCES); the presets set it."""
+    sandboxes_per_episode = 2
+    """A real package's task is graded in two sandboxes at once (the grading sandbox and the suite judge's, from
+    the same pool), so a pool shared by n episodes is sized 2n (AgentEnv.sandboxes_per_episode)."""
 
     def __init__(self, tasks: list[Task] | str | Path | None = None, split: str | None = "train", *,
                  snapshots: str | Path | None = None, level: int | str = 1, curriculum: levels.Curriculum | None = None,
                  promote_at: float = 0.5, promote_window: int = 16,
-                 backend: str = "auto", pool: Any = None, visibility: str = "hidden", max_steps: int = 30,
-                 wall_clock_s: float = 600.0, command_timeout_s: float = 30.0, shaped_reward: bool = False,
-                 grade_on_truncation: bool = True, grade_timeout_s: float = 120.0):
-        self.tasks = tasks if isinstance(tasks, list) else load_any(tasks, snapshots, split)
+                 backend: str = "auto", pool: Any = None, visibility: str = "hidden", command_timeout_s: float = 30.0,
+                 shaped_reward: bool = False, grade_on_truncation: bool = True, grade_timeout_s: float = 120.0):
+        self.tasks = tasks if isinstance(tasks, list) else sources.load(tasks or self.source, snapshots, split)
         if not self.tasks:
-            raise TaskError(f"no swe_lite tasks in split {split!r}")
+            raise TaskError(f"no tasks in split {split!r} of {tasks if isinstance(tasks, str) else self.source}")
         self.level_setting = levels.check_level(level)
         if self.level_setting == levels.AUTO:
             self.curriculum = curriculum or levels.Curriculum(0, threshold=promote_at, window=promote_window)
@@ -91,12 +104,13 @@ class SweLiteEnv(AgentEnv):
                                 f"{len(self.tasks)} tasks of split {split!r} has one (use level 1)")
         self.level = self.curriculum.level if self.curriculum else self.level_setting
         self.backend, self.pool, self.visibility = backend, pool, visibility
-        self.max_steps, self.wall_clock_s, self.command_timeout_s = max_steps, wall_clock_s, command_timeout_s
+        self.command_timeout_s = command_timeout_s
         self.shaped_reward, self.grade_on_truncation = shaped_reward, grade_on_truncation
         self.grade_timeout_s = grade_timeout_s
         self.task: Task | None = None
         self.sandbox = None
         self._done = True
+        self._lock = threading.RLock()  # a step the loop gave up on (its deadline) may still run when it closes out
 
     @classmethod
     def shared_kwargs(cls, kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -126,6 +140,15 @@ class SweLiteEnv(AgentEnv):
         from agentrl.sandboxes import open_sandbox
 
         return open_sandbox(self.backend)
+
+    @contextlib.contextmanager
+    def _fresh(self):
+        """A second fresh sandbox while it is needed (the suite judge's, beside the grading sandbox)."""
+        sandbox = self._acquire()
+        try:
+            yield sandbox
+        finally:
+            self._release(sandbox)
 
     def _release(self, sandbox) -> None:
         if sandbox is None:
@@ -174,16 +197,19 @@ class SweLiteEnv(AgentEnv):
         return [t for t in self.tasks if min(t.difficulty, 1) <= level]
 
     def step(self, action: str) -> tuple[list[Message], float, bool, bool, dict[str, Any]]:
-        """Run one tool call; submit, a dead sandbox or a budget ends the episode (graded unless infra failed)."""
+        """Run one tool call; submit or a dead sandbox ends the episode (graded unless infra failed)."""
+        with self._lock:
+            return self._step(action)
+
+    def _step(self, action: str) -> tuple[list[Message], float, bool, bool, dict[str, Any]]:
         if self.task is None or self._done:
             raise RuntimeError("call reset() before step() (the episode is over)")
         self.steps += 1
         call = self.parse_action(action)
         if isinstance(call, FormatError):  # the agent loop counts them and ends the episode (end_episode)
             self.format_errors += 1
-            truncated, info = self._budget_check()
-            return [user(call.message)], info.get("reward", 0.0), False, truncated, {"format_error": True,
-                                                                                       "error_kind": call.kind, **info}
+            return [user(call.message)], 0.0, False, False, {"format_error": True, "error_kind": call.kind,
+                                                              "step": self.steps}
         try:
             if call.name == "submit":
                 info = self.finish("submitted")
@@ -199,22 +225,7 @@ class SweLiteEnv(AgentEnv):
             self.timings["tools_s"] += time.monotonic() - t0
         except SandboxError as e:
             return self._infra_failure(e)
-        truncated, info = self._budget_check()
-        return [tool(text, name=call.name)], info.get("reward", 0.0), False, truncated, info
-
-    def _budget_check(self) -> tuple[bool, dict[str, Any]]:
-        """(truncated, info): past max_steps or wall_clock_s the episode ends and, by default, is graded."""
-        reason = ("max_steps" if self.steps >= self.max_steps else
-                  "wall_clock" if time.monotonic() - self.start >= self.wall_clock_s else None)
-        if reason is None:
-            return False, {"step": self.steps}
-        termination = "max_turns" if reason == "max_steps" else "timeout"
-        try:
-            info = (self.finish(reason, termination=termination) if self.grade_on_truncation
-                    else self._final_info(None, reason, termination=termination))
-        except SandboxError as e:
-            return True, self._infra_failure(e)[4]
-        return True, info
+        return [tool(text, name=call.name)], 0.0, False, False, {"step": self.steps}
 
     def _infra_failure(self, error: Exception):
         info = self._final_info(None, "sandbox_error", termination="sandbox_error", infra_error=True)
@@ -225,20 +236,36 @@ class SweLiteEnv(AgentEnv):
 
     def end_episode(self, termination: str, *, grade: bool) -> dict[str, Any] | None:
         """The agent loop ended the episode on its own budget. Format errors score 0 without grading (no usable
-        action came); any other budget is graded as the repository stands when `grade` (evaluation), else the
-        episode keeps its rewards so far (training). Raises SandboxError when grading's sandbox fails."""
-        if self.task is None or self._done:
-            return None
-        if termination == "format_errors":
-            return {**self._final_info(None, "format_errors", termination="format_errors"), "format_error": True}
-        return self.finish(f"loop_{termination}", termination) if grade and self.sandbox is not None else None
+        action came). The turn and time budgets (max_turns, timeout) are graded as the repository stands when
+        `grade_on_truncation` (the default), else scored 0; any budget is graded when `grade` (evaluation);
+        otherwise (max_tokens in training) the episode keeps its rewards so far. Waits for a step the loop gave
+        up on; if that step ended the episode, its final info. Raises SandboxError when grading's sandbox fails."""
+        with self._lock:
+            if self.task is None:
+                return None
+            if self._done:
+                return getattr(self, "last_info", None)
+            if termination == "format_errors":
+                return {**self._final_info(None, "format_errors", termination="format_errors"), "format_error": True}
+            budget = termination in ("max_turns", "timeout")
+            if (grade or budget and self.grade_on_truncation) and self.sandbox is not None:
+                return self.finish(f"loop_{termination}", termination)
+            if not budget:
+                return None
+            self._release(self.sandbox)
+            self.sandbox = None
+            return self._final_info(None, f"loop_{termination}", termination=termination)
 
     def finish(self, exit_reason: str, termination: str = "done") -> dict[str, Any]:
         """Grade the repository as it is now in a fresh sandbox and end the episode; returns the final info.
 
-        Used by submit and the budgets, and by end_episode when evaluation grades an episode the agent loop ended.
+        Used by submit, and by end_episode when the agent loop ended the episode on a budget.
         Raises SandboxError when the agent's or the grading sandbox fails (the caller marks infra_error).
         """
+        with self._lock:
+            return self._finish(exit_reason, termination)
+
+    def _finish(self, exit_reason: str, termination: str) -> dict[str, Any]:
         if self._done:
             return self.last_info
         t0 = time.monotonic()
@@ -257,7 +284,7 @@ class SweLiteEnv(AgentEnv):
         repo killed it (a memory or process bomb): a 0 with the reason, not an infra error to mask."""
         grader = self._acquire()
         try:
-            return grading.grade(grader, self.task, final, timeout=self.grade_timeout_s)
+            return grading.grade(grader, self.task, final, timeout=self.grade_timeout_s, judge_sandbox=self._fresh)
         except SandboxError as e:
             error = e
         finally:
@@ -324,3 +351,4 @@ class SweLiteEnv(AgentEnv):
         """Return the sandbox (to the pool, or close it); safe to call twice."""
         self._release(self.sandbox)
         self.sandbox = None
+

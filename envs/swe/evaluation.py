@@ -1,6 +1,6 @@
-"""swe_lite's evaluation hook: its task list and splits, task validation, the gold/empty oracles and the fields
-its records carry. The generic evaluator (agentrl.evaluation) calls it; an episode the agent loop ended on its
-own budget is graded as it stands by the env itself (SweLiteEnv.end_episode).
+"""The SWE env's evaluation hook: its task list and splits, task validation, the gold/empty oracles and the
+fields its records carry. The generic evaluator (agentrl.evaluation) calls it; an episode the agent loop ended on
+its own budget is graded as it stands by the env itself (SweEnv.end_episode).
 
 Tasks are validated when the job loads them, so a broken task is one clear error instead of a silent 0 %:
 the gold patch and the test patch must apply to the snapshot, and the test patch must create every
@@ -12,8 +12,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from agentrl.envs.swe_lite.patches import PatchError, apply_patch
-from agentrl.envs.swe_lite.tasks import Task, TaskError, load_any
+import agentrl.envs.swe.sources as sources
+from agentrl.envs.swe.env import SweEnv
+from agentrl.envs.swe.patches import PatchError, apply_patch
+from agentrl.envs.swe.tasks import Task, TaskError
 
 from agentrl.evaluation import EvalConfig, EvalHook, EvalTask
 from agentrl.rollout.agent_loop import ScriptedPolicy
@@ -50,35 +52,40 @@ def validate_task(task: Task) -> None:
         raise TaskError(f"{where}: FAIL_TO_PASS names test(s) the test patch does not create: {', '.join(missing)}")
 
 
-class SweLiteEvalHook(EvalHook):
-    """Tasks by instance id from a split; oracles gold (must resolve 100 %), empty (must resolve 0 %) and the
-    scripted expert, each a ScriptedPolicy run through the agent loop like a model."""
+class SweEvalHook(EvalHook):
+    """Tasks by instance id from a split of the hook's task source (or --tasks); oracles gold (must resolve 100 %),
+    empty (must resolve 0 %) and the scripted expert, each a ScriptedPolicy run through the agent loop like a model."""
 
     oracles = ("gold", "empty", "expert")
     record_fields = ("f2p_pass", "p2p_pass", "resolution", "patch", "suspicious", "grading_reason", "grading_mode",
                      "grading_refused")
+
+    source: str = "corpus"
+    """The task source when --tasks is not given (sources.SOURCES); the presets set it."""
 
     def __init__(self) -> None:
         self.pool = None
         self._tasks: list[Task] = []
 
     def tasks(self, job: EvalConfig) -> list[EvalTask]:
-        """The split's tasks (shipped corpus, --tasks JSONL, or SWE-bench JSONL + --snapshots), validated; each
-        task's seed is name_seed(instance id), so its samples are seeded like a training group's members."""
+        """The split's tasks (the hook's source, or --tasks: a JSONL, SWE-bench JSONL + --snapshots), validated;
+        each task's seed is name_seed(instance id), so its samples are seeded like a training group's members."""
         # as training finds them: SWE-bench records read their repos from --snapshots, else snapshots/ beside the JSONL
-        tasks = load_any(job.tasks_path, job.snapshots, job.split or "test", snapshots_option="--snapshots DIR")
+        tasks = sources.load(job.tasks_path or self.source, job.snapshots, job.split or "test",
+                             snapshots_option="--snapshots DIR")
         self._tasks = tasks[: job.limit]
         for task in self._tasks:
             validate_task(task)
         return [eval_task(t) for t in self._tasks]
 
     def env_kwargs(self, job: EvalConfig, tasks: list[EvalTask]) -> dict[str, Any]:
-        """The validated task list, one sandbox pool shared by all episodes, and the job's turn and time budget."""
+        """The validated task list and one sandbox pool shared by all episodes (the loop owns the budgets), with
+        room for every episode's sandboxes at once (SweEnv.sandboxes_per_episode: a real package's grade holds two)."""
         from agentrl.sandboxes import SandboxPool
 
-        loop = job.loop_config()
-        self.pool = SandboxPool(backend=job.backend, max_concurrency=max(1, job.concurrency), warm=0)
-        return {"tasks": self._tasks, "pool": self.pool, "max_steps": loop.max_turns, "wall_clock_s": loop.episode_timeout_s}
+        n = max(1, job.concurrency) * SweEnv.sandboxes_per_episode
+        self.pool = SandboxPool(backend=job.backend, max_concurrency=n, warm=0)
+        return {"tasks": self._tasks, "pool": self.pool}
 
     def policy(self, job: EvalConfig) -> ScriptedPolicy:
         """gold: write the fixed files in the agent's sandbox, then submit; empty: submit at once; expert: the
@@ -97,7 +104,7 @@ class SweLiteEvalHook(EvalHook):
 
 
 def eval_task(task: Task) -> EvalTask:
-    """The EvalTask of a swe_lite task: reset by instance id, seeded by it."""
+    """The EvalTask of an SWE task: reset by instance id, seeded by it."""
     return EvalTask(id=task.instance_id, seed=name_seed(task.instance_id), options={"instance_id": task.instance_id},
                     split=task.split)
 
@@ -105,7 +112,7 @@ def eval_task(task: Task) -> EvalTask:
 def _gold(env) -> str:
     """The gold oracle's one action: the fixed files written straight into the agent's sandbox (not through the
     agent's tools: this checks the grader, not the tools), then submit."""
-    from agentrl.envs.swe_lite.grading import REPO
+    from agentrl.envs.swe.grading.grader import REPO
 
     t = env.task
     fixed = t.fixed_files()

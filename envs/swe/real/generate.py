@@ -1,11 +1,11 @@
 """Generate data/tasks.jsonl: bugs planted in real packages, validated by the packages' own test suites.
 
-    python -m agentrl.envs.swe_real.packages                       # set-up: fetch the pinned sdists (once)
-    python -m agentrl.envs.swe_real.generate                        # writes envs/swe_real/data/tasks.jsonl
-    python -m agentrl.envs.swe_real.generate --packages parse --check   # regenerate one package, compare
-    python -m agentrl.envs.swe_real.generate --check                # regenerate everything, compare byte for byte
-    python -m agentrl.envs.swe_real.generate --self-check [--sample N]  # grade gold (must resolve) and empty (must not)
-    python -m agentrl.envs.swe_real.generate --self-check --audit      # and swe_lite's test-strength audit
+    python -m agentrl.envs.swe.real.packages                       # set-up: fetch the pinned sdists (once)
+    python -m agentrl.envs.swe.real.generate                        # writes envs/swe/real/data/tasks.jsonl
+    python -m agentrl.envs.swe.real.generate --packages parse --check   # regenerate one package, compare
+    python -m agentrl.envs.swe.real.generate --check                # regenerate everything, compare byte for byte
+    python -m agentrl.envs.swe.real.generate --self-check [--sample N]  # grade gold (must resolve) and empty (must not)
+    python -m agentrl.envs.swe.real.generate --self-check --audit      # and swe_lite's test-strength audit
 
 Per package (its own RNG, seeded by (seed, package), so any subset regenerates identically):
 1. baseline: the package's suite runs twice in the sandbox under a probe that records each test's outcome,
@@ -29,13 +29,18 @@ Per package (its own RNG, seeded by (seed, package), so any subset regenerates i
    test-strength audit resolves (swe_lite's audit.py: mock.ANY, an always-equal object, ..., in the faulty
    function, and the always-equal object in each function the issue text blames), is dropped after
    the package's tasks are numbered (`weakness`), so the other tasks keep their numbers and statements.
-Grading is `in_process` (the hardened pytest harness): the judge only takes swe_lite's own corpus tests.
+6. sealed snapshots: every test file some task of the package hides leaves every task's snapshot (`seal`).
+7. decided by the suite judge: gold and empty are graded under it (grading/suite.py); only the F2P tests gold passes
+   and empty fails there, and the P2P tests both pass, stay; fewer than MIN_F2P F2P tests drop the task
+   (`judge_filter`). `--judge-filter FILE` runs steps 6-7 on a file made before them.
+Grading is `suite_judge`: the package's tests run in a judge sandbox, its code in a worker sandbox.
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import dataclasses
 import hashlib
 import json
 import random
@@ -44,16 +49,24 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agentrl.envs.swe_lite import audit as strength
-from agentrl.envs.swe_lite import grading
-from agentrl.envs.swe_lite.grading import REPO, run_tests, setup_repo
-from agentrl.envs.swe_lite.levels import min_level
-from agentrl.envs.swe_lite.mutate import Mutation, changed_lines, changed_text
-from agentrl.envs.swe_lite.patches import make_diff, tree_id
-from agentrl.envs.swe_lite.tasks import TEST_CMD, Task
-from agentrl.envs.swe_real import mutations, statements
-from agentrl.envs.swe_real.packages import Package, load_packages, snapshot_files
-from agentrl.envs.swe_real.tasks import DEFAULT_TASKS, load_real, record_of, write_records
+import agentrl.envs.swe.audit as strength
+import agentrl.envs.swe.grading.grader as grading
+import agentrl.envs.swe.real.mutations as mutations
+import agentrl.envs.swe.real.statements as statements
+from agentrl.envs.swe.grading.grader import REPO, run_tests, setup_repo
+from agentrl.envs.swe.levels import min_level
+from agentrl.envs.swe.mutate import Mutation, changed_lines, changed_text
+from agentrl.envs.swe.patches import make_diff, tree_id
+from agentrl.envs.swe.real.packages import Package, load_packages, snapshot_files
+from agentrl.envs.swe.real.tasks import (
+    DEFAULT_TASKS,
+    GRADING_MODE,
+    hidden_files,
+    load_real,
+    record_of,
+    write_records,
+)
+from agentrl.envs.swe.tasks import TEST_CMD, Task
 
 GENERATOR_VERSION = "1"
 MAX_F2P = 30  # real suites parametrize one function over many cases: a bug often fails dozens
@@ -195,10 +208,10 @@ def test_file(node_id: str) -> str:
 
 def function_spans(source: str) -> dict[str, tuple[int, int]]:
     """qualname -> (first line with decorators, last line) for the functions mutate.py names."""
-    from agentrl.envs.swe_lite.mutate import _functions
+    from agentrl.envs.swe.mutate import functions
 
     spans = {}
-    for name, node in _functions(ast.parse(source)):
+    for name, node in functions(ast.parse(source)):
         first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
         spans[name] = (first, node.end_lineno)
     return spans
@@ -207,8 +220,9 @@ def function_spans(source: str) -> dict[str, tuple[int, int]]:
 class Generator:
     """Validates the mutants of one package after another in one sandbox."""
 
-    def __init__(self, sandbox, seed: int = 0, log=print) -> None:
+    def __init__(self, sandbox, seed: int = 0, log=print, judge_sandbox=None) -> None:
         self.sandbox, self.seed, self.log = sandbox, seed, log
+        self.judge_sandbox = judge_sandbox  # the suite judge's second sandbox (None: grading opens one per grade)
         self.stats: dict[str, dict] = {}
 
     # ---- runs --------------------------------------------------------------------------------------
@@ -321,10 +335,38 @@ class Generator:
         for instance_id, why in weak.items():
             self.log(f"  {pkg.name}: {instance_id} dropped: {why}")
         self.sandbox.exec(f"rm -rf {REPO}", timeout=30, cwd="/")
+        kept, judged = self.judged([t for t in tasks if t.instance_id not in weak], files)
         self.stats[pkg.name] = {"kept_tests": len(base.tests), "excluded": base.excluded, "candidates": len(cands),
                                 "tried": tries, "single": len(bugs), "pairs": len(tasks) - len(bugs),
-                                "dropped_weak": len(weak)}
-        return [t for t in tasks if t.instance_id not in weak]
+                                "dropped_weak": len(weak), **judged}
+        return kept
+
+    def judged(self, tasks: list[Task], clean: dict[str, str]) -> tuple[list[Task], dict]:
+        """Steps 6 and 7: seal the package's snapshots, then keep each task's tests the suite judge decides (gold
+        and empty graded under it); (tasks kept, statistics)."""
+        sealed = seal(tasks, clean)
+        kept, stats = [], {"dropped_judge": 0, "f2p_removed": 0, "p2p_removed": 0}
+        for task in sealed:
+            restricted, why = self.judge_filter(task)
+            if restricted is None:
+                stats["dropped_judge"] += 1
+                self.log(f"  {task.repo}: {task.instance_id} dropped: {why}")
+                continue
+            stats["f2p_removed"] += len(task.FAIL_TO_PASS) - len(restricted.FAIL_TO_PASS)
+            stats["p2p_removed"] += len(task.PASS_TO_PASS) - len(restricted.PASS_TO_PASS)
+            kept.append(restricted)
+        return kept, stats
+
+    def judge_filter(self, task: Task) -> tuple[Task | None, str]:
+        """(the task with only the tests the suite judge decides as the in-process run did, or None, why): a
+        fail-to-pass test must pass with the gold patch and fail without it, a pass-to-pass test pass both ways;
+        a task left with fewer than MIN_F2P fail-to-pass tests is dropped."""
+        fixed = task.fixed_files()
+        gold = grading.grade(self.sandbox, task, changes={p: t for p, t in fixed.items() if task.files.get(p) != t},
+                             timeout=TIMEOUT_S, mode="suite_judge", judge_sandbox=self.judge_sandbox)
+        empty = grading.grade(self.sandbox, task, changes={}, timeout=TIMEOUT_S, mode="suite_judge",
+                              judge_sandbox=self.judge_sandbox)
+        return restrict(task, gold, empty)
 
     def _singles(self, pkg, files, base, pending: list, seen: set, digests: set, per_function: dict,
                  tasks: list[Task], names, rng) -> tuple[list[Bug], int]:
@@ -373,7 +415,8 @@ class Generator:
         if len(task.FAIL_TO_PASS) < MIN_F2P:
             return f"{len(task.FAIL_TO_PASS)} fail-to-pass test (at least {MIN_F2P} needed)"
         failing = {t: "failed" for t in task.FAIL_TO_PASS}  # what its empty-patch grade showed (_task)
-        problems = strength.audit(self.sandbox, task, failing, grade=_grade, also=named_targets(task))
+        problems = strength.audit(self.sandbox, task, failing, grade=_grade_in_process,
+                                  also=named_targets(task))
         return "; ".join(p.split(": ", 1)[1] for p in problems)
 
     def _pairs(self, pkg, files, base, bugs: list[Bug], start: int, names, rng) -> list[Task]:
@@ -428,7 +471,7 @@ class Generator:
             timeout_s=TIMEOUT_S)
         task.environment_setup_commit = task.base_commit
         task.difficulty = min_level(task)
-        empty = grading.grade(self.sandbox, task, changes={}, timeout=TIMEOUT_S)
+        empty = grading.grade(self.sandbox, task, changes={}, timeout=TIMEOUT_S, mode="in_process")
         setup_repo(self.sandbox, files, git=False)
         ok = (empty.valid and empty.grading_mode == "in_process" and empty.p2p == 1.0
               and all(empty.statuses.get(t) not in ("passed", "xfailed") for t in failing))
@@ -436,6 +479,34 @@ class Generator:
             self.log(f"  {pkg.name}: {'+'.join(b.mutation.operator for b in bugs)} in "
                      f"{bugs[0].mutation.function} dropped: unstable ({empty.reason or 'outcomes changed'})")
         return task if ok else None
+
+
+def seal(tasks: list[Task], clean: dict[str, str]) -> list[Task]:
+    """The tasks of one package with every test file any of them hides taken out of every snapshot (no task shows
+    another's hidden tests); each test_patch adds back the task's own hidden files (from `clean`, the package)."""
+    sealed = {f for t in tasks for f in hidden_files(t)}
+    out = []
+    for task in tasks:
+        files = {p: x for p, x in task.files.items() if p not in sealed}
+        own = {f: clean[f] for f in hidden_files(task)}
+        new = dataclasses.replace(task, files=files, base_commit=tree_id(files), environment_setup_commit=tree_id(files),
+                                  test_patch=make_diff(files, {**files, **own}))
+        out.append(new)
+    return out
+
+
+def restrict(task: Task, gold, empty) -> tuple[Task | None, str]:
+    """`task` with the fail-to-pass tests that `gold` passes and `empty` fails and the pass-to-pass tests both pass
+    (two Grades under the suite judge); None (with why) when either run is invalid or too few F2P remain."""
+    if not gold.valid or not empty.valid:
+        return None, f"the suite judge gave no verdict ({gold.reason or empty.reason})"[:200]
+    ok = ("passed", "skipped")
+    f2p = [t for t in task.FAIL_TO_PASS if gold.statuses.get(t) == "passed"
+           and empty.statuses.get(t) not in ("passed", "xfailed", "skipped")]
+    p2p = [t for t in task.PASS_TO_PASS if gold.statuses.get(t) in ok and empty.statuses.get(t) in ok]
+    if len(f2p) < MIN_F2P:
+        return None, f"{len(f2p)} fail-to-pass test the suite judge decides (at least {MIN_F2P} needed)"
+    return dataclasses.replace(task, FAIL_TO_PASS=f2p, PASS_TO_PASS=p2p), ""
 
 
 def named_targets(task: Task) -> list[tuple[str, str]]:
@@ -458,6 +529,12 @@ def _grade(sandbox, task: Task, *, changes: dict[str, str]):
     return grading.grade(sandbox, task, changes=changes, timeout=TIMEOUT_S)
 
 
+def _grade_in_process(sandbox, task: Task, *, changes: dict[str, str]):
+    """`_grade` under the in-process harness: steps 3-5 judge candidates by the package's own pytest run, as when
+    the shipped tasks were made (the suite judge decides only from step 7 on)."""
+    return grading.grade(sandbox, task, changes=changes, timeout=TIMEOUT_S, mode="in_process")
+
+
 def _apply(files: dict[str, str], bugs: list[Bug]) -> dict[str, str]:
     """{path: mutated text} with every bug applied (later offsets first within a file)."""
     out: dict[str, str] = {}
@@ -466,13 +543,14 @@ def _apply(files: dict[str, str], bugs: list[Bug]) -> dict[str, str]:
     return out
 
 
-def generate(sandbox, seed: int = 0, names: list[str] | None = None, log=print) -> tuple[list[Task], dict]:
+def generate(sandbox, seed: int = 0, names: list[str] | None = None, log=print,
+             judge_sandbox=None) -> tuple[list[Task], dict]:
     """Tasks of the pinned packages (or only `names`), in packages.json order, and per-package statistics."""
     packages = load_packages()
     unknown = sorted(set(names or []) - {p.name for p in packages})
     if unknown:
         raise SystemExit(f"unknown package(s) {', '.join(unknown)}; pinned: {', '.join(p.name for p in packages)}")
-    gen = Generator(sandbox, seed, log=log)
+    gen = Generator(sandbox, seed, log=log, judge_sandbox=judge_sandbox)
     tasks: list[Task] = []
     for pkg in packages:
         if names and pkg.name not in names:
@@ -504,7 +582,7 @@ def self_check(sandbox, tasks: list[Task], log=print, *, audit: bool = False) ->
         passing = [t for t in task.FAIL_TO_PASS if empty.statuses.get(t) in ("passed", "xfailed")]
         if empty.resolved or not empty.valid or passing or empty.p2p != 1.0:
             problems["empty"].append(f"{task.instance_id}: valid={empty.valid} passing F2P={passing} p2p={empty.p2p}")
-        if gold.grading_mode != "in_process":
+        if gold.grading_mode != GRADING_MODE:
             problems["mode"].append(f"{task.instance_id}: graded {gold.grading_mode!r}")
         found = strength.audit(sandbox, task, empty.statuses, grade=_grade, also=named_targets(task)) if audit else []
         problems["audit"] += found
@@ -512,6 +590,33 @@ def self_check(sandbox, tasks: list[Task], log=print, *, audit: bool = False) ->
             f"{'ok' if not empty.resolved else 'FAIL'}" + (f"  audit {'ok' if not found else 'FAIL'}" if audit else "")
             + f" ({gold.duration_s + empty.duration_s:.1f}s)")
     return problems
+
+
+def judge_filter_file(source: str, out: str, backend: str, names: list[str] | None) -> int:
+    """Steps 6-7 on a task file made before them: per package, seal the snapshots and keep the tests the suite
+    judge decides; write the kept tasks to `out` and print what was dropped and removed."""
+    from agentrl.sandboxes import open_sandbox
+
+    start = time.monotonic()
+    records = [json.loads(x) for x in Path(source).read_text(encoding="utf-8").splitlines() if x.strip()]
+    tasks = load_real(source)
+    kept: list[Task] = []
+    totals: dict[str, int] = {}
+    with open_sandbox(backend, cpus=1.0, memory_mb=1024) as sb, open_sandbox(backend, cpus=1.0, memory_mb=1024) as jsb:
+        gen = Generator(sb, log=lambda m: print(m, flush=True), judge_sandbox=jsb)
+        for pkg in load_packages():
+            mine = [t for t in tasks if t.repo == pkg.repo]
+            if not mine or names and pkg.name not in names:
+                continue
+            t0 = time.monotonic()
+            got, stats = gen.judged(mine, snapshot_files(pkg))
+            kept += got
+            for k, v in stats.items():
+                totals[k] = totals.get(k, 0) + v
+            print(f"{pkg.name:<12} {len(got)}/{len(mine)} tasks kept {stats} ({time.monotonic() - t0:.0f}s)", flush=True)
+    write_records(kept, out)
+    print(f"wrote {len(kept)} of {len(records)} tasks to {out}: {totals} ({time.monotonic() - start:.0f}s)")
+    return 0
 
 
 def sample(tasks: list[Task], per_package: int) -> list[Task]:
@@ -526,8 +631,8 @@ def sample(tasks: list[Task], per_package: int) -> list[Task]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """CLI: regenerate (or --check, or --self-check) envs/swe_real/data/tasks.jsonl."""
-    ap = argparse.ArgumentParser(prog="python -m agentrl.envs.swe_real.generate", description=__doc__.split("\n")[0])
+    """CLI: regenerate (or --check, or --self-check) envs/swe/real/data/tasks.jsonl."""
+    ap = argparse.ArgumentParser(prog="python -m agentrl.envs.swe.real.generate", description=__doc__.split("\n")[0])
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--packages", nargs="*", help="only these pinned packages (default: all)")
     ap.add_argument("--out", default=str(DEFAULT_TASKS))
@@ -535,10 +640,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--check", action="store_true", help="regenerate and compare with the tasks file, byte for byte")
     ap.add_argument("--self-check", action="store_true", help="grade gold and empty for the tasks file")
     ap.add_argument("--sample", type=int, default=0, help="with --self-check: tasks per package (0 = all)")
+    ap.add_argument("--judge-filter", metavar="FILE",
+                    help="seal and judge-filter FILE (a task file made before steps 6-7) into --out")
     ap.add_argument("--audit", action="store_true",
                     help="with --self-check: also the test-strength audit (generic non-fixes must score 0)")
     args = ap.parse_args(argv)
-    from agentrl.envs.swe_real.packages import PackageError, ensure_all
+    from agentrl.envs.swe.real.packages import PackageError, ensure_all
     from agentrl.sandboxes import open_sandbox
 
     try:
@@ -547,6 +654,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"swe_real: {e}", file=sys.stderr)
         return 2
     start = time.monotonic()
+    if args.judge_filter:
+        return judge_filter_file(args.judge_filter, args.out, args.backend, args.packages)
     if args.self_check:
         pinned = {p.repo for p in load_packages() if not args.packages or p.name in args.packages}
         shipped = [t for t in load_real(args.out) if t.repo in pinned]
@@ -558,11 +667,12 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(p for ps in problems.values() for p in ps))
         print(f"{'OK' if not any(problems.values()) else 'FAILED'}: {n} tasks; gold resolved "
               f"{n - len(problems['gold'])}/{n}, empty patch wrong on {len(problems['empty'])}/{n} (resolved, or an "
-              f"F2P passing, or a P2P failing), grading_mode in_process {n - len(problems['mode'])}/{n}"
+              f"F2P passing, or a P2P failing), grading_mode {GRADING_MODE} {n - len(problems['mode'])}/{n}"
               + (f", audit failed on {len(audited)}/{n}" if args.audit else "") + f" ({time.monotonic() - start:.0f}s)")
         return 0 if not any(problems.values()) else 1
-    with open_sandbox(args.backend, cpus=1.0, memory_mb=1024) as sb:
-        tasks, _ = generate(sb, args.seed, args.packages)
+    with open_sandbox(args.backend, cpus=1.0, memory_mb=1024) as sb, \
+            open_sandbox(args.backend, cpus=1.0, memory_mb=1024) as jsb:
+        tasks, _ = generate(sb, args.seed, args.packages, judge_sandbox=jsb)
     lines = [json.dumps(record_of(t), ensure_ascii=False) for t in tasks]
     elapsed = time.monotonic() - start
     if args.check:

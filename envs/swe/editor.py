@@ -13,7 +13,7 @@ import posixpath
 import shlex
 from typing import Protocol
 
-from agentrl.envs.swe_lite.observation import clip
+from agentrl.envs.swe.observation import clip
 
 SNIPPET_LINES = 4
 COMMANDS = ("view", "create", "str_replace", "insert", "undo_edit")

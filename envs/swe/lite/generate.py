@@ -1,10 +1,10 @@
 """Regenerate data/tasks.jsonl from the corpus: seeded mutation, validation in the sandbox image, hidden tests.
 
-    python -m agentrl.envs.swe_lite.generate                          # writes envs/swe_lite/data/tasks.jsonl
-    python -m agentrl.envs.swe_lite.generate --modules rle --check     # compare one module with the shipped file
-    python -m agentrl.envs.swe_lite.generate --check                   # regenerate everything and compare
-    python -m agentrl.envs.swe_lite.generate --self-check              # grade every shipped task: gold / empty / audit
-    python -m agentrl.envs.swe_lite.generate --judge-check             # each module's own tests under the judge
+    python -m agentrl.envs.swe.lite.generate                          # writes envs/swe/lite/data/tasks.jsonl
+    python -m agentrl.envs.swe.lite.generate --modules rle --check     # compare one module with the shipped file
+    python -m agentrl.envs.swe.lite.generate --check                   # regenerate everything and compare
+    python -m agentrl.envs.swe.lite.generate --self-check              # grade every shipped task: gold / empty / audit
+    python -m agentrl.envs.swe.lite.generate --judge-check             # each module's own tests under the judge
 
 Per module (each with its own RNG, seeded by (seed, module), so any subset regenerates identically):
 1. run the full suite on the original in the sandbox: every test must pass;
@@ -44,12 +44,13 @@ import sys
 import time
 from pathlib import Path
 
-from agentrl.envs.swe_lite import judge, mutate
-from agentrl.envs.swe_lite.grading import REPO, SuiteRun, run_tests, setup_repo
-from agentrl.envs.swe_lite.levels import min_level
-from agentrl.envs.swe_lite.patches import make_diff, tree_id
-from agentrl.envs.swe_lite.statements import problem_statement, public_names
-from agentrl.envs.swe_lite.tasks import DEFAULT_TASKS, TEST_CMD, Task, load_tasks, write_tasks
+import agentrl.envs.swe.grading.judge as judge
+import agentrl.envs.swe.mutate as mutate
+from agentrl.envs.swe.grading.grader import REPO, SuiteRun, run_tests, setup_repo
+from agentrl.envs.swe.levels import min_level
+from agentrl.envs.swe.lite.statements import problem_statement, public_names
+from agentrl.envs.swe.patches import make_diff, tree_id
+from agentrl.envs.swe.tasks import DEFAULT_TASKS, TEST_CMD, Task, load_tasks, write_tasks
 
 CORPUS = Path(__file__).parent / "corpus"
 GENERATOR_VERSION = "1"
@@ -224,7 +225,7 @@ class Generator:
 
     def check_layout(self, task: Task) -> str | None:
         """None when buggy + hidden tests fail every F2P and pass every P2P and gold passes all; else why not."""
-        from agentrl.envs.swe_lite.patches import apply_patch
+        from agentrl.envs.swe.patches import apply_patch
 
         ids = task.FAIL_TO_PASS + task.PASS_TO_PASS
         bug = statuses(self._run(apply_patch(task.files, task.test_patch), ids))
@@ -264,7 +265,7 @@ def generate(sandbox, seed: int = 0, modules: list[str] | None = None, per_modul
 def judge_check(sandbox, module: str) -> dict[str, str]:
     """{test id: problem} for the original module's whole test file run by the judge (empty when all pass):
     each test must pass against the correct module, comparing exact values only (judge.py's rules)."""
-    from agentrl.envs.swe_lite.grading import judge_run
+    from agentrl.envs.swe.grading.grader import judge_run
 
     files = module_files(module)
     test_path = f"tests/test_{module}.py"
@@ -291,8 +292,8 @@ def self_check(sandbox, tasks: list[Task], log=print, *, audit: bool = True) -> 
     """Problems found grading `tasks` as shipped: the gold patch must resolve (every F2P and P2P test passes);
     the empty patch must fail every F2P test and pass every P2P test; base_commit must be the tree id; with
     `audit`, every generic non-fix of audit.py must score 0 (the test-strength audit)."""
-    from agentrl.envs.swe_lite import audit as strength
-    from agentrl.envs.swe_lite.grading import grade
+    import agentrl.envs.swe.audit as strength
+    from agentrl.envs.swe.grading.grader import grade
 
     problems = []
     for task in tasks:
@@ -318,7 +319,7 @@ def self_check(sandbox, tasks: list[Task], log=print, *, audit: bool = True) -> 
 
 def main(argv: list[str] | None = None) -> int:
     """CLI: regenerate (or --check) the shipped tasks file."""
-    ap = argparse.ArgumentParser(prog="python -m agentrl.envs.swe_lite.generate", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m agentrl.envs.swe.lite.generate", description=__doc__.split("\n")[0])
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--modules", nargs="*", help="only these corpus modules (default: all)")
     ap.add_argument("--per-module", type=int, default=PER_MODULE)

@@ -4,8 +4,8 @@ Each entry of packages.json pins one sdist (name, version, URL, sha256, licence)
 the repository the agent sees: `source` (what bugs are planted in and the agent may edit), `tests` (the package's
 own suite), `keep` (licence and readme). Nothing here runs at training time except reading the cache:
 
-    python -m agentrl.envs.swe_real.packages            # download (once), verify and unpack every package
-    python -m agentrl.envs.swe_real.packages --offline  # only check that the cache is complete
+    python -m agentrl.envs.swe.real.packages            # download (once), verify and unpack every package
+    python -m agentrl.envs.swe.real.packages --offline  # only check that the cache is complete
 
 The cache is `$AGENTRL_CACHE/swe_real/` (agentrl.sandboxes.image.cache_dir): `sdists/<file>.tar.gz` exactly as
 pinned, and `snapshots/<owner>__<repo>/` (SWE-bench's folder naming), the kept files plus a `pytest.ini` that puts
@@ -132,7 +132,7 @@ def download(pkg: Package, log=print) -> Path:
         os.replace(f.name, path)
     elif hashlib.sha256(path.read_bytes()).hexdigest() != pkg.sha256:
         raise PackageError(f"{path} does not match its pinned sha256: delete it and run "
-                           "'python -m agentrl.envs.swe_real.packages' again")
+                           "'python -m agentrl.envs.swe.real.packages' again")
     return path
 
 
@@ -225,7 +225,7 @@ def licence_report() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """CLI: fetch the pinned packages into the cache (or, with --offline, check that it is complete)."""
-    ap = argparse.ArgumentParser(prog="python -m agentrl.envs.swe_real.packages", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m agentrl.envs.swe.real.packages", description=__doc__.split("\n")[0])
     ap.add_argument("--offline", action="store_true", help="download nothing; exit 1 naming what is missing")
     args = ap.parse_args(argv)
     if args.offline:

@@ -1,4 +1,4 @@
-"""Mutation operators for real packages: swe_lite's ten (envs/swe_lite/mutate.py) plus three more.
+"""Mutation operators for real packages: swe_lite's ten (envs/swe/mutate.py) plus three more.
 
 The new ones follow SWE-smith's procedural bugs, as textual splices at `ast` spans like the others:
 
@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import ast
 
-from agentrl.envs.swe_lite import mutate
-from agentrl.envs.swe_lite.mutate import Mutation
+import agentrl.envs.swe.mutate as mutate
+from agentrl.envs.swe.mutate import Mutation
 
 EXTRA_OPERATORS = ("swap_args", "drop_branch", "slice_off_by_one")
 OPERATORS = mutate.OPERATORS + EXTRA_OPERATORS
@@ -39,10 +39,10 @@ def _else_line(lines: list[str], orelse: list[ast.stmt]) -> int | None:
 def extra_candidates(source: str) -> list[Mutation]:
     """Every swap_args, drop_branch and slice_off_by_one mutation of the functions in `source`, stably ordered."""
     tree = ast.parse(source)
-    off = mutate._Offsets(source)
+    off = mutate.Offsets(source)
     lines = source.splitlines()
     found: list[Mutation] = []
-    for fn, func in mutate._functions(tree):
+    for fn, func in mutate.functions(tree):
         for node in ast.walk(func):
             if node is func:
                 continue

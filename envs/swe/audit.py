@@ -6,18 +6,23 @@ is no fix but games a weak test:
   statement whose `__eq__` is always true;
 - `body_deleted`: the function does nothing (returns None);
 - `raise_<E>`: raises the exception a hidden test expects, for every input;
-- with `also`, `always_equal` in each other function given (one at a time).
-And one check on the empty patch's grade, `special_case`: the issue text quotes one failing test; a policy that
-special-cases exactly that example passes that test, so at least one other fail-to-pass test must still fail.
+- with `also`, `always_equal` in each other function given (one at a time);
+- `special_case`: the function the issue's example calls returns the expected value for exactly the example's
+  arguments and runs its buggy body otherwise. The example is read from the issue's code block as Python (its last
+  statement, `assert f(args) == expected`, with the literal assignments before it), whatever sentence template
+  surrounds it, so it is tried wherever a policy could read it.
+And one check on the empty patch's grade, `special_case_survives`: the issue text quotes one failing test; a policy
+that special-cases exactly that example passes that test, so at least one other fail-to-pass test must still fail.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 import textwrap
 from collections.abc import Iterable
 
-from agentrl.envs.swe_lite.patches import apply_patch
+from agentrl.envs.swe.patches import apply_patch
 
 from agentrl import safe_ast
 
@@ -99,7 +104,90 @@ def non_fixes(task, also: Iterable[tuple[str, str]] = ()) -> dict[str, dict[str,
             else None
         if changed is not None:
             out[f"always_equal in {other}::{qualname}"] = {other: changed}
+    special = special_case(task)
+    if special is not None:
+        out["special_case"] = special
     return out
+
+
+_CODE = re.compile(r"```python\n(.*?)```", re.DOTALL)
+
+
+def _literal(node: ast.AST, known: dict):
+    """The value of a literal expression (names bound to literals earlier in the example resolve); raises
+    ValueError for anything else."""
+    if isinstance(node, ast.Name) and node.id in known:
+        return known[node.id]
+    return ast.literal_eval(node)
+
+
+def quoted_example(statement: str) -> tuple[str, list, dict, object] | None:
+    """(function name, positional args, keyword args, expected) of the issue's example when its code block ends in
+    `assert name(literal args) == literal`; None when it does not (a method call, a computed argument)."""
+    match = _CODE.search(statement)
+    if not match:
+        return None
+    try:
+        body = safe_ast.parse(match.group(1)).body
+    except (SyntaxError, ValueError):
+        return None
+    known: dict = {}
+    for stmt in body[:-1]:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            try:
+                known[stmt.targets[0].id] = _literal(stmt.value, known)
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                continue
+    last = body[-1] if body else None
+    if not (isinstance(last, ast.Assert) and isinstance(last.test, ast.Compare) and len(last.test.ops) == 1
+            and isinstance(last.test.ops[0], ast.Eq) and isinstance(last.test.left, ast.Call)
+            and isinstance(last.test.left.func, ast.Name)):
+        return None
+    call = last.test.left
+    try:
+        args = [_literal(a, known) for a in call.args]
+        kwargs = {k.arg: _literal(k.value, known) for k in call.keywords if k.arg}
+        expected = _literal(last.test.comparators[0], known)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+    if len(kwargs) != len(call.keywords):
+        return None
+    return call.func.id, args, kwargs, expected
+
+
+def special_case(task) -> dict[str, str] | None:
+    """{file: source} where the function the issue's example calls returns the expected value for exactly the
+    example's arguments (its buggy body otherwise); None when the example is not a literal call of a module-level
+    function of the repo."""
+    example = quoted_example(task.problem_statement)
+    if example is None:
+        return None
+    name, args, kwargs, expected = example
+    for path, source in sorted(task.files.items()):
+        if not path.endswith(".py") or path.startswith("tests/"):
+            continue
+        try:
+            tree = safe_ast.parse(source)
+        except (SyntaxError, ValueError):
+            continue
+        func = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
+        if func is None:
+            continue
+        params = [a.arg for a in func.args.posonlyargs + func.args.args]
+        if func.args.vararg or func.args.kwarg or len(args) > len(params) or set(kwargs) - set(params):
+            return None
+        bound = dict(zip(params, args, strict=False)) | kwargs
+        names = sorted(bound)
+        guard = (f"if ({', '.join(names)},) == ({', '.join(repr(bound[n]) for n in names)},):\n"
+                 f"    return {expected!r}\n")
+        first = func.body[0]
+        keep_doc = isinstance(first, ast.Expr) and isinstance(getattr(first, "value", None), ast.Constant)
+        anchor = func.body[1] if keep_doc and len(func.body) > 1 else first
+        lines = source.splitlines(keepends=True)
+        indent = " " * anchor.col_offset
+        new = lines[:anchor.lineno - 1] + [textwrap.indent(guard, indent)] + lines[anchor.lineno - 1:]
+        return {path: "".join(new)}
+    return None
 
 
 def quoted_test(task) -> str | None:

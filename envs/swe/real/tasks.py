@@ -5,7 +5,10 @@ patch, problem_statement, FAIL_TO_PASS, PASS_TO_PASS, version = the package vers
     bug_patch     the planted bug as a diff against the clean package (the gold `patch` reversed)
     test_files    the package's test files that hold the F2P tests: hidden from the agent, added back at grading
     package       the pinned package (packages.json)
-    grading_mode  "in_process": real pytest suites are graded by the hardened harness, never by the judge
+    sealed        every test file of the package that some task of the package hides: none of them is in the
+                  snapshot (a task's snapshot holds no other task's hidden tests)
+    grading_mode  "suite_judge": the package's suite runs in a judge sandbox, the repository in a worker
+                  (grading/suite.py)
 The package's own text (sources, tests) is not in the file: `load_real` rebuilds each task from the snapshot
 that set-up unpacked (`snapshots/<owner>__<repo>/`), so the repository stays under its licence file.
 `export` writes plain SWE-bench records plus one snapshot folder per task, which swe_lite's `load_swebench`
@@ -22,8 +25,9 @@ import threading
 from dataclasses import asdict
 from pathlib import Path
 
-from agentrl.envs.swe_lite.patches import apply_patch, make_diff, tree_id
-from agentrl.envs.swe_lite.tasks import (
+from agentrl.envs.swe.patches import apply_patch, make_diff, tree_id
+from agentrl.envs.swe.real.packages import load_packages, missing, snapshots_dir
+from agentrl.envs.swe.tasks import (
     Task,
     TaskError,
     read_jsonl,
@@ -31,10 +35,9 @@ from agentrl.envs.swe_lite.tasks import (
     select_split,
     task_from_dict,
 )
-from agentrl.envs.swe_real.packages import load_packages, missing, snapshots_dir
 
 DEFAULT_TASKS = Path(__file__).parent / "data" / "tasks.jsonl"
-GRADING_MODE = "in_process"
+GRADING_MODE = "suite_judge"
 _STORED_ONLY = ("files", "test_patch", "difficulty")  # rebuilt (or re-derived) by the loader
 _CACHE: dict[tuple, list[Task]] = {}
 _SNAPSHOTS: dict[str, dict[str, str]] = {}
@@ -42,8 +45,8 @@ _LOCK = threading.Lock()
 
 
 def hidden_files(task: Task) -> list[str]:
-    """The test files a task's test_patch adds (the package's test files that hold its F2P tests)."""
-    return sorted({t.split("::", 1)[0] for t in task.FAIL_TO_PASS})
+    """The test files a task's test_patch adds (the package's test files that hold its F2P and P2P tests)."""
+    return sorted({t.split("::", 1)[0] for t in task.FAIL_TO_PASS + task.PASS_TO_PASS})
 
 
 def record_of(task: Task) -> dict:
@@ -53,7 +56,10 @@ def record_of(task: Task) -> dict:
     fixed = task.fixed_files()
     d["bug_patch"] = make_diff(fixed, task.files)
     d["test_files"] = hidden
-    d["package"] = next(p.name for p in load_packages() if p.repo == task.repo)
+    pkg = next(p for p in load_packages() if p.repo == task.repo)
+    d["package"] = pkg.name
+    clean = _snapshot(pkg.slug)
+    d["sealed"] = sorted(p for p in clean if p not in fixed and not p.startswith("."))
     d["grading_mode"] = GRADING_MODE
     return d
 
@@ -71,7 +77,7 @@ def _snapshot(slug: str) -> dict[str, str]:
     if slug not in _SNAPSHOTS:
         folder = snapshots_dir() / slug
         if not folder.is_dir():
-            raise TaskError(f"no snapshot {folder}: run 'python -m agentrl.envs.swe_real.packages' (make setup does)")
+            raise TaskError(f"no snapshot {folder}: run 'python -m agentrl.envs.swe.real.packages' (make setup does)")
         _SNAPSHOTS[slug] = {p: t for p, t in read_snapshot(folder).items() if not p.startswith(".")}
     return _SNAPSHOTS[slug]
 
@@ -85,7 +91,8 @@ def task_of(record: dict, where: str) -> Task:
     gone = [h for h in hidden if h not in snap]
     if gone:
         raise TaskError(f"{where}: the snapshot {slug} lacks the test file(s) {gone}")
-    clean = {p: t for p, t in snap.items() if p not in hidden}
+    sealed = set(record.get("sealed") or hidden)
+    clean = {p: t for p, t in snap.items() if p not in sealed}
     try:
         files = apply_patch(clean, record.get("bug_patch", ""))
     except Exception as e:
@@ -93,7 +100,7 @@ def task_of(record: dict, where: str) -> Task:
     if record.get("base_commit") and tree_id(files) != record["base_commit"]:
         raise TaskError(f"{where}: the snapshot {slug} does not rebuild base_commit {record['base_commit']}: "
                         "the cache holds another version of the package; run "
-                        "'python -m agentrl.envs.swe_real.packages'")
+                        "'python -m agentrl.envs.swe.real.packages'")
     test_patch = make_diff(files, {**files, **{h: snap[h] for h in hidden}})
     return task_from_dict({**record, "files": files, "test_patch": test_patch}, where)
 
@@ -108,7 +115,7 @@ def load_real(path: str | os.PathLike | None = None, split: str | None = None) -
     gone = missing()
     if gone:
         raise TaskError(f"the swe_real packages {', '.join(gone)} are not in the cache ({snapshots_dir()}): run "
-                        "'python -m agentrl.envs.swe_real.packages' once (make setup does; it downloads ~1 MB)")
+                        "'python -m agentrl.envs.swe.real.packages' once (make setup does; it downloads ~1 MB)")
     st = path.stat()
     key = (str(path.resolve()), st.st_mtime_ns, st.st_size)
     with _LOCK:
@@ -137,7 +144,7 @@ def export(out: str | os.PathLike, path: str | os.PathLike | None = None, split:
 
 def main(argv: list[str] | None = None) -> int:
     """CLI: export the tasks as SWE-bench records plus snapshot folders."""
-    ap = argparse.ArgumentParser(prog="python -m agentrl.envs.swe_real.tasks", description=export.__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m agentrl.envs.swe.real.tasks", description=export.__doc__.split("\n")[0])
     ap.add_argument("--export", required=True, metavar="DIR", help="folder to write tasks.jsonl and snapshots/ into")
     ap.add_argument("--split", default=None, help="only these splits (train, dev, test; joined by commas)")
     args = ap.parse_args(argv)

@@ -26,11 +26,15 @@ import re
 import shlex
 import time
 import uuid
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agentrl.envs.swe_lite import judge, tampering
-from agentrl.envs.swe_lite.patches import PatchError, apply_patch, make_diff
+import agentrl.envs.swe.grading.judge as judge
+import agentrl.envs.swe.grading.tampering as tampering
+from agentrl.envs.swe.grading.suite import suite_run
+from agentrl.envs.swe.patches import PatchError, apply_patch, make_diff
+from agentrl.envs.swe.real.packages import load_packages
 
 from agentrl import safe_ast
 
@@ -47,8 +51,8 @@ MAX_FILE_BYTES = 1 << 20
 HARNESS = (Path(__file__).parent / "harness.py").read_text()
 PYTEST_PREFIXES = (["python3", "-m", "pytest"], ["python", "-m", "pytest"], ["pytest"], ["py.test"])
 MAX_OUTPUT_BYTES = 1 << 20
-CORPUS = Path(__file__).parent / "corpus"
-MODES = ("judge", "in_process")
+CORPUS = Path(__file__).parent.parent / "lite" / "corpus"
+MODES = ("judge", "suite_judge", "in_process")
 
 
 @dataclass
@@ -268,11 +272,15 @@ def _corpus_statements(module: str) -> frozenset[str] | None:
 
 
 def grading_mode(task, tree: dict[str, str], test_files: list[str]) -> str:
-    """`judge` when every test file to run is made only of the shipped corpus's own test code, else `in_process`.
+    """`judge` when every test file to run is made only of the shipped corpus's own test code; `suite_judge` for a
+    task of one of the pinned real packages (real/packages.json: its source and test folders are known); else
+    `in_process`.
 
-    The judge executes the test files on the host, so it takes only statements that ship with agentrl: a task a
-    user brings (or edits) runs its tests in the sandbox instead.
+    The judge executes the test files on the host, so it takes only statements that ship with agentrl; the suite
+    judge runs a package's own suite in a sandbox of its own; a task a user brings runs its tests in the sandbox.
     """
+    if package_of(task) is not None:
+        return "suite_judge"
     known = _corpus_statements(task.repo.split("/", 1)[1]) if task.repo.startswith("swe_lite/") else None
     if known is None or not test_files:
         return "in_process"
@@ -284,6 +292,48 @@ def grading_mode(task, tree: dict[str, str], test_files: list[str]) -> str:
         if any(ast.dump(node) not in known for node in body):
             return "in_process"
     return "judge"
+
+
+def package_of(task):
+    """The pinned real package a task's repository is (real/packages.json), or None."""
+    return next((p for p in load_packages() if p.repo == task.repo), None)
+
+
+def _under(path: str, roots) -> bool:
+    return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
+
+
+def suite_judge_run(sandbox, task, tree: dict[str, str], ids: list[str], *, timeout: float,
+                    judge_sandbox=None) -> tuple[SuiteRun, str]:
+    """(SuiteRun, what the protocol refused) for a real package's tests `ids` run by the suite judge: the tests,
+    with the package's source taken out, in a second fresh sandbox (`judge_sandbox`: a factory of context managers,
+    default another sandbox like `sandbox`); the repo without its tests in `sandbox`, where the worker runs it."""
+    pkg = package_of(task)
+    source = [r for r in pkg.source]
+    tests = [*pkg.tests, "conftest.py", "*/conftest.py"]
+    worker_tree = {p: t for p, t in tree.items() if not _under(p, pkg.tests) and not fnmatch.fnmatch(p, "*conftest.py")}
+    judge_tree = {p: t for p, t in tree.items() if not _under(p, source) or _under(p, pkg.tests)}
+    tops = sorted({_top(r, pkg.pythonpath) for r in source})
+    if judge_sandbox is None:
+        from agentrl.sandboxes import open_sandbox
+
+        config = getattr(sandbox, "config", None)
+        judge_sandbox = lambda: open_sandbox(sandbox.backend, config=config)  # noqa: E731
+    extra = pytest_args(task.test_cmd) or []
+    with (judge_sandbox() if callable(judge_sandbox) else nullcontext(judge_sandbox)) as jsb:
+        jr = suite_run(sandbox, jsb, worker_tree, judge_tree, tops=tops, pythonpath=[pkg.pythonpath], ids=ids,
+                       pytest_args=[a for a in extra if a not in tests], timeout=timeout)
+    cases = {k: CaseResult(str(v.get("status", "error")), str(v.get("message", "")), str(v.get("text", "")))
+             for k, v in jr.cases.items() if isinstance(v, dict)}
+    return SuiteRun(cases, exit_code=jr.exit_code, valid=jr.valid, reason=jr.reason, duration_s=jr.duration_s,
+                    collection_errors=jr.collection_errors, output=jr.output), jr.refused
+
+
+def _top(root: str, pythonpath: str) -> str:
+    """The top-level module a source root of a package defines (`src/click` under `src` -> click)."""
+    rel = root if pythonpath in ("", ".") else root[len(pythonpath.rstrip("/")) + 1:]
+    first = rel.split("/")[0]
+    return first[:-3] if first.endswith(".py") else first
 
 
 def judge_run(sandbox, tree: dict[str, str], test_files: list[str], ids: list[str], *, timeout: float,
@@ -333,11 +383,12 @@ def score(run: SuiteRun, fail_to_pass: list[str], pass_to_pass: list[str]) -> tu
 
 
 def grade(sandbox, task, final_files: dict[str, bytes] | None = None, *, changes: dict[str, str | None] | None = None,
-          timeout: float = 120.0, mode: str = "auto") -> Grade:
+          timeout: float = 120.0, mode: str = "auto", judge_sandbox=None) -> Grade:
     """Grade the agent's final tree (or explicit `changes`) for `task` in `sandbox`, which must be fresh.
 
-    `mode`: "auto" grades by the judge where `grading_mode` allows it; "in_process" forces the pytest harness
-    (to compare the two); "judge" is refused for a task the judge cannot take.
+    `mode`: "auto" grades the way `grading_mode` says; "in_process" forces the pytest harness (to compare the
+    modes); "judge" and "suite_judge" are refused for a task they cannot take. `judge_sandbox` (the suite judge's
+    second fresh sandbox: a sandbox, or a factory of context managers yielding one) defaults to a new one.
 
     Never raises for what the agent did: every such outcome is a Grade of 0 with a reason. Raises
     SandboxError only when the sandbox itself fails (ours to retry or mask).
@@ -361,11 +412,13 @@ def grade(sandbox, task, final_files: dict[str, bytes] | None = None, *, changes
     ids = list(dict.fromkeys(task.FAIL_TO_PASS + task.PASS_TO_PASS))
     test_files = sorted({t.split("::")[0] for t in ids if t.split("::")[0] in tree})
     allowed = grading_mode(task, tree, test_files)
-    if mode not in ("auto", *MODES) or (mode == "judge" and allowed != "judge"):
+    if mode not in ("auto", *MODES) or (mode in ("judge", "suite_judge") and allowed != mode):
         raise ValueError(f"grading mode {mode!r} is not available for {task.instance_id} (it allows {allowed!r})")
     mode, refused = (allowed if mode == "auto" else mode), ""
     if mode == "judge":
         run, refused = judge_run(sandbox, tree, test_files, ids, timeout=timeout)
+    elif mode == "suite_judge":
+        run, refused = suite_judge_run(sandbox, task, tree, ids, timeout=timeout, judge_sandbox=judge_sandbox)
     else:
         setup_repo(sandbox, tree, git=False)
         run = run_tests(sandbox, task.test_cmd, ids, timeout=timeout, fail_to_pass=ids, test_files=test_files)

@@ -11,8 +11,11 @@ here, on those values:
 - `<`, `<=`, `>`, `>=` between two proxies ask the worker and accept only an exact bool; with a value, refused;
 - `str`, `repr`, `len`, `iter`, indexing, `in` and arithmetic ask the worker; their results are checked again.
 Nothing the worker says is trusted: a malformed answer, a value of any other type, a size or depth past the caps
-refuse the whole run (reward 0, reason given); a call past its deadline or a worker that dies fails that test
-and the next test gets a fresh worker. docs/swe_lite.md has the design and its limits.
+(wire.py: hash-flood safe, counted against the run's deadline), more handles or exception classes than a worker
+may make, refuse the whole run (reward 0, reason given); a call past its deadline or a worker that dies fails that
+test and the next test gets a fresh worker. Failure messages are made of what the judge holds (type names, the
+bounded text the worker computed for an exception), never by calling a method of an object the worker chose.
+docs/swe_lite.md has the design and its limits.
 """
 
 from __future__ import annotations
@@ -27,22 +30,24 @@ import types
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import agentrl.envs.swe.grading.wire as wire
 from agentrl.sandboxes.dialogue import Dialogue
 
 from agentrl import safe_ast
 from agentrl.errors import SandboxError
 
 WORKER = (Path(__file__).parent / "worker.py").read_text()
-MAX_LINE = 8 << 20  # bytes of one answer
-MAX_DEPTH = 24  # nesting of one value
-MAX_NODES = 200_000  # values in one answer
-MAX_INT_DIGITS = 4000
+MAX_LINE = wire.MAX_LINE  # bytes of one answer
+MAX_DEPTH = wire.MAX_DEPTH  # nesting of one value
 MAX_ITEMS = 10_000  # items of one iteration
+MAX_HANDLES = 50_000  # distinct handles one worker may hand out (each costs the judge a proxy)
+MAX_EXC_CLASSES = 256  # exception classes of the repo one worker may name (each costs the judge a class)
+MAX_MESSAGE = 4000  # characters of an exception's text (the worker computes it; the judge cuts it)
 CALL_TIMEOUT_S = 10.0
 # imports the test files may take from the judge's own Python; every other module is the repo's (remote)
 LOCAL_MODULES = frozenset({"math", "re", "string", "itertools", "functools", "collections", "operator", "random"})
-EXACT_SCALARS = (type(None), bool, str)
-CONTAINERS = {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset}
+EXACT_SCALARS = wire.SCALARS
+CONTAINERS = wire.CONTAINERS
 
 
 class JudgeError(BaseException):
@@ -107,7 +112,10 @@ def describe(x, depth: int = 0) -> str:
     if type(x) is dict:
         return "{" + ", ".join(f"{describe(k, depth + 1)}: {describe(v, depth + 1)}" for k, v in list(x.items())[:8]) + "}"
     if type(x) in (int, float, str, bytes, bool, type(None)):
-        text = repr(x)
+        try:
+            text = repr(x)
+        except ValueError:  # an int past the interpreter's digit limit for str()
+            return f"<int of {x.bit_length()} bits>"
         return text if len(text) <= 200 else text[:200] + "..."
     return f"<{type(x).__name__}>"
 
@@ -170,15 +178,15 @@ class Worker:
                 pass
             raise WorkerLost("the worker ended")
         try:
-            msg = json.loads(line)
-        except (ValueError, RecursionError):
-            raise Refused("an answer that is not JSON") from None
+            msg = wire.loads(line)
+        except wire.WireRefused as e:
+            raise Refused(str(e)) from None
         if type(msg) is not dict or len(msg) - ("out" in msg) != 1 or not ("ok" in msg or "raise" in msg):
             raise Refused("an answer that is not {ok} or {raise}")
         if "out" in msg:
             self.write_back(req, msg["out"])
         if "ok" in msg:
-            return self.decode(msg["ok"], [0])
+            return self.decode(msg["ok"])
         raise self.exception(msg["raise"])
 
     def write_back(self, req: dict, out) -> None:
@@ -189,7 +197,7 @@ class Worker:
         for item in out:
             if type(item) is not list or len(item) != 2 or type(item[0]) not in (int, str):
                 raise Refused("a malformed changed argument")
-            value = self.decode(item[1], [0])
+            value = self.decode(item[1])
             if item[0] not in sent:  # sent as a list but not one of the caller's (a range): nothing to update
                 continue
             target = sent[item[0]]
@@ -226,62 +234,17 @@ class Worker:
             return {"ref": self.exc_refs[x]}
         raise ExactValueRequired(f"cannot send a {t.__name__} to the repo's code")
 
-    def decode(self, v, count: list[int], depth: int = 0):
-        """An answer's value, checked: exact builtin types only (or handles), within the caps."""
-        count[0] += 1
-        if count[0] > MAX_NODES or depth > MAX_DEPTH:
-            raise Refused("an answer past the size or depth cap")
-        t = type(v)
-        if t in EXACT_SCALARS:
-            return v
-        if t is not dict or len(v) not in (1, 3, 4):
-            raise Refused(f"a value of JSON type {t.__name__} outside the schema")
-        if "ref" in v:
-            return self.handle(v)
-        if len(v) != 1:
-            raise Refused("a tagged value with extra keys")
-        (tag, body), = v.items()
-        if tag == "int":
-            if type(body) is not str or not re.fullmatch(rf"-?[0-9]{{1,{MAX_INT_DIGITS}}}", body):
-                raise Refused("a malformed int")
-            return int(body)
-        if tag == "float":
-            if type(body) is not str or len(body) > 40:
-                raise Refused("a malformed float")
-            try:
-                return float(body)
-            except ValueError:
-                raise Refused("a malformed float") from None
-        if tag == "bytes":
-            if type(body) is not str or len(body) % 2 or not re.fullmatch(r"[0-9a-f]*", body):
-                raise Refused("malformed bytes")
-            return bytes.fromhex(body)
-        if tag in CONTAINERS:
-            if type(body) is not list:
-                raise Refused(f"a malformed {tag}")
-            items = [self.decode(w, count, depth + 1) for w in body]
-            if tag in ("set", "frozenset"):
-                self._hashable(items)
-            return CONTAINERS[tag](items)
-        if tag == "dict":
-            if type(body) is not list or any(type(p) is not list or len(p) != 2 for p in body):
-                raise Refused("a malformed dict")
-            pairs = [(self.decode(k, count, depth + 1), self.decode(w, count, depth + 1)) for k, w in body]
-            self._hashable([k for k, _ in pairs])
-            out = dict(pairs)
-            if len(out) != len(pairs):
-                raise Refused("a dict with repeated keys")
-            return out
-        raise Refused(f"an unknown tag {tag[:40]!r}")
+    def decode(self, v):
+        """An answer's value, checked (wire.py): exact builtin types only (or handles), within the caps and the
+        run's deadline."""
+        try:
+            return wire.Decoder(self.handle, check=self._in_time).value(v)
+        except wire.WireRefused as e:
+            raise Refused(str(e)) from None
 
-    @staticmethod
-    def _hashable(items: list) -> None:
-        def ok(x) -> bool:
-            t = type(x)
-            return t in (int, float, str, bytes, bool, type(None)) or (
-                t in (tuple, frozenset) and all(ok(y) for y in x))
-        if not all(ok(x) for x in items):
-            raise Refused("a set member or dict key that is not an exact hashable value")
+    def _in_time(self) -> None:
+        if time.monotonic() >= self.deadline:
+            raise TaskDeadline("the tests ran out of time")
 
     def handle(self, v: dict):
         """The proxy of a handle (the same one each time it comes back); its kind is fixed when first seen."""
@@ -297,12 +260,16 @@ class Worker:
             if self.meta[ref] != meta:
                 raise Refused("a handle that changed its kind")
             return self.proxies[ref]
+        if len(self.proxies) >= MAX_HANDLES:
+            raise Refused(f"more than {MAX_HANDLES} handles from one worker")
         if exc is not None:
             base = getattr(builtins, exc[0], None)
             if not (isinstance(base, type) and issubclass(base, Exception)) or issubclass(base, JudgeError) \
                     or not name.isidentifier():
                 raise Refused(f"an exception class based on {exc[0][:40]!r}")
-            proxy = type(name, (base,), {"__module__": "repo"})
+            if len(self.exc_refs) >= MAX_EXC_CLASSES:
+                raise Refused(f"more than {MAX_EXC_CLASSES} exception classes from one worker")
+            proxy = type(name, (stand_in(base),), {"__module__": "repo"})
             self.exc_refs[proxy] = ref
         else:
             proxy = Remote(self, ref, name)
@@ -310,34 +277,72 @@ class Worker:
         return proxy
 
     def exception(self, body) -> BaseException:
-        """The local exception for what the worker raised: a builtin Exception class, or one the repo defines."""
+        """The local exception for what the worker raised: a builtin Exception class, or one the repo defines.
+
+        Made without running the class's own code on the worker's arguments (no __init__): its text is the one
+        the worker computed (`msg`, cut to MAX_MESSAGE), so no method of a value the worker chose runs here when a
+        test reads it or a failure is reported (a UnicodeEncodeError whose own str() raises is just a text)."""
         if type(body) is not dict or "cls" not in body or set(body) - {"cls", "args", "msg"}:
             raise Refused("a malformed exception")
         cls = body["cls"]
         if type(cls) is str:
-            cls = getattr(builtins, cls, None)
-            if not (isinstance(cls, type) and issubclass(cls, Exception)) or issubclass(cls, JudgeError):
+            base = getattr(builtins, cls, None)
+            if not (isinstance(base, type) and issubclass(base, Exception)) or issubclass(base, JudgeError):
                 raise Refused(f"an exception that is not a builtin Exception: {str(body['cls'])[:40]!r}")
+            cls = stand_in(base)
         else:
-            cls = self.decode(cls, [0])
+            cls = self.decode(cls)
             if not isinstance(cls, type) or cls not in self.exc_refs:
                 raise Refused("an exception class that is not an exception class of the repo")
+        msg = body.get("msg")
+        if "msg" in body and type(msg) is not str:
+            raise Refused("an exception whose message is not a string")
         if "args" in body:
-            args = self.decode({"tuple": body["args"]}, [0])
+            args = self.decode({"tuple": body["args"]})
+        elif msg is None:
+            raise Refused("an exception without args or message")
         else:
-            if type(body.get("msg")) is not str:
-                raise Refused("an exception without args or message")
-            args = (body["msg"][:4000],)
-        try:
-            return cls(*args)
-        except Exception:
-            e = cls.__new__(cls)
-            e.args = args
-            return e
+            args = (msg[:MAX_MESSAGE],)
+        return make_exception(cls, args, msg[:MAX_MESSAGE] if msg is not None else None)
 
     def apply(self, fn: str, *args):
         """A builtin operation done by the worker on its objects."""
         return self.request({"op": "apply", "fn": fn, "args": [self.encode(a) for a in args]})
+
+
+TEXT = "_agentrl_text"  # where a stand-in exception keeps the text the worker computed for it
+_STAND_INS: dict[type, type] = {}
+
+
+def _stand_in_str(self) -> str:
+    text = self.__dict__.get(TEXT)
+    return text if type(text) is str else ", ".join(describe(a) for a in self.args)
+
+
+def _stand_in_repr(self) -> str:
+    return f"{type(self).__name__}({_stand_in_str(self)!r})"
+
+
+def stand_in(base: type) -> type:
+    """The judge's subclass of builtin exception `base` for exceptions the worker raised: `raises(base)` and
+    `except base` catch it, and its str() is the worker's text (or the judge's description of its args), never the
+    builtin's own formatting of arguments the worker chose."""
+    if base not in _STAND_INS:
+        _STAND_INS[base] = type(base.__name__, (base,), {"__str__": _stand_in_str, "__repr__": _stand_in_repr,
+                                                         "__module__": "builtins"})
+    return _STAND_INS[base]
+
+
+def make_exception(cls: type, args: tuple, text: str | None) -> BaseException:
+    """An instance of stand-in class `cls` holding `args` and `text`, made without running its __init__."""
+    try:
+        e = cls.__new__(cls, *args)
+    except Exception:  # a __new__ that parses its arguments (OSError's) and refuses these: keep them as given
+        e = cls.__new__(cls)
+    e.args = args
+    if text is not None:
+        e.__dict__[TEXT] = text
+    return e
 
 
 def _exact(value, kind: type, what: str):
@@ -496,10 +501,20 @@ class RaisesContext:
 
 
 def _text_of(exc: BaseException) -> str:
-    """str(exc), with proxies among its args described locally."""
-    if any(isinstance(a, Remote) for a in exc.args):
+    """The text of `exc` for a failure message or `match`: the worker's own text for an exception it raised,
+    proxies among the args described locally, str() only of the judge's and the tests' own exceptions (and a
+    placeholder when even that fails: a test's message may hold a proxy whose worker is gone)."""
+    text = getattr(exc, "__dict__", {}).get(TEXT)
+    if type(text) is str:
+        return text
+    if any(type(a) is Remote for a in exc.args):
         return ", ".join(describe(a) for a in exc.args)
-    return str(exc)
+    try:
+        return str(exc)
+    except (Refused, TaskDeadline, SandboxFailed):
+        raise
+    except BaseException:  # noqa: BLE001 - a message that cannot be made is not the run's failure
+        return f"<{type(exc).__name__} whose text could not be made>"
 
 
 def raises(expected, *args, match: str | None = None, **kwargs):

@@ -1,0 +1,188 @@
+"""The suite judge, host side: a real package's own test suite graded where the repository's code cannot reach it.
+
+Two fresh sandboxes per grade. The judge sandbox holds the tests (the hidden test files, the suite's conftest and
+helpers, pytest.ini) and no line of the package; pytest runs there (suite_judge.py), and importing the package gives
+proxies of a worker's modules. The worker runs in the grading sandbox, in the agent's repository without its tests
+(suite_worker.py), and answers one request at a time. This module relays lines between the two and parses none of
+the worker's: each goes to the judge as `w <line>` (so it cannot pass for the host's own notice, `h ...`), cut at
+wire.MAX_LINE; a worker silent past the call deadline is killed and reported lost (that test fails, the next gets a
+fresh worker). The verdict is the judge's one report (`R`), and it counts only when the judge then exits 0 by itself:
+no report, a line outside the protocol, an exit code, a timeout or a worker that broke the protocol make the run
+invalid (reward 0). docs/swe_real.md has the design and its limits.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import agentrl.envs.swe.grading.wire as wire
+from agentrl.sandboxes.dialogue import Dialogue
+
+from agentrl.errors import SandboxError
+
+HERE = Path(__file__).parent
+IMPORT_WIRE = "import agentrl.envs.swe.grading.wire as wire  # the host pastes wire.py in place of this line"
+CALL_TIMEOUT_S = 10.0
+REPO = "/workspace/repo"
+
+
+def script(name: str) -> str:
+    """A sandbox script: `name` with wire.py pasted in as a module `wire` where it imports it."""
+    body = (HERE / name).read_text()
+    if IMPORT_WIRE not in body:
+        raise RuntimeError(f"{name} does not import wire the way the host replaces it")
+    paste = ("import types as _types\nwire = _types.ModuleType('wire')\n"
+             f"exec(compile({(HERE / 'wire.py').read_text()!r}, 'wire.py', 'exec'), wire.__dict__)\n")
+    return body.replace(IMPORT_WIRE, paste, 1)
+
+
+JUDGE = script("suite_judge.py")
+WORKER = script("suite_worker.py")
+
+
+@dataclass
+class SuiteJudgeRun:
+    """What the judge reported, or why there is no verdict."""
+
+    cases: dict[str, dict]
+    valid: bool
+    reason: str = ""
+    refused: str = ""
+    exit_code: int = -1
+    collection_errors: int = 0
+    workers: int = 0
+    calls: int = 0
+    duration_s: float = 0.0
+    output: str = ""
+    """The tail of pytest's own output in the judge."""
+
+
+class _Worker:
+    """The worker process in the grading sandbox (one exec with a live stdin), restarted when the judge asks."""
+
+    def __init__(self, sandbox, deadline: float, args: str) -> None:
+        self.sandbox, self.deadline, self.args, self.dialogue = sandbox, deadline, args, None
+
+    def start(self) -> None:
+        if self.dialogue is not None:
+            self.stop()
+            self.sandbox.exec("kill -9 -1 2>/dev/null; true", timeout=30, cwd="/")
+        seconds = max(1.0, self.deadline - time.monotonic())
+        self.dialogue = Dialogue(max_buffer=wire.MAX_LINE * 2)
+        cmd = ["bash", "-c", 'exec python3 -I -B -c "$0" "$1"', WORKER, self.args]
+        self.dialogue.start(lambda d: self.sandbox.exec(cmd, timeout=seconds, cwd=REPO, stdin=d,
+                                                        max_output_bytes=4096))
+
+    def stop(self) -> None:
+        if self.dialogue is None:
+            return
+        self.dialogue.abort()
+        try:
+            self.dialogue.wait(15.0)
+        except Exception:  # noqa: BLE001 - how the worker ended is not the verdict's business
+            pass
+        self.dialogue = None
+
+    def relay(self, line: bytes, call_timeout: float) -> bytes:
+        """Send the judge's line; the worker's next line as the judge reads it (`w ...`), or `h lost ...`."""
+        if self.dialogue is None:
+            return b"h lost the worker is not running\n"
+        self.dialogue.send(line + b"\n")
+        try:
+            answer = self.dialogue.read_line(min(time.monotonic() + call_timeout, self.deadline), wire.MAX_LINE)
+        except TimeoutError:
+            self.stop()
+            return f"h lost no answer within {call_timeout:.0f}s\n".encode()
+        except ValueError:
+            self.stop()
+            return f"h lost a line of more than {wire.MAX_LINE} bytes\n".encode()
+        if answer is None:
+            self.dialogue = None
+            return b"h lost the worker ended\n"
+        return b"w " + answer + b"\n"
+
+
+def suite_run(worker_sandbox, judge_sandbox, worker_tree: dict[str, str], judge_tree: dict[str, str], *,
+              tops: list[str], pythonpath: list[str], ids: list[str], pytest_args: list[str], timeout: float,
+              call_timeout: float = CALL_TIMEOUT_S) -> SuiteJudgeRun:
+    """Run the tests `ids` of `judge_tree` in `judge_sandbox`, the package (`tops`: its top-level modules, found on
+    `pythonpath` under the repo) from `worker_tree` in `worker_sandbox`. Raises the backend's SandboxError when the
+    judge's sandbox fails (ours to retry or mask; the caller tells a worker's sandbox killed by the repo apart)."""
+    start = time.monotonic()
+    deadline = start + timeout
+    for sandbox, tree in ((judge_sandbox, judge_tree), (worker_sandbox, worker_tree)):
+        sandbox.exec(f"rm -rf {REPO}", timeout=30, cwd="/")
+        sandbox.upload_tree(tree, REPO)
+    worker = _Worker(worker_sandbox, deadline, json.dumps({"path": pythonpath}))
+    worker.start()
+    args = json.dumps({"repo": REPO, "tops": tops,
+                       "pytest_args": [*pytest_args, "-p", "no:cacheprovider", "-o", "addopts=", "--rootdir", REPO,
+                                       *ids]})
+    judge = Dialogue(max_buffer=wire.MAX_LINE * 2)
+    cmd = ["bash", "-c", 'exec python3 -I -B -c "$0" "$1"', JUDGE, args]
+    judge.start(lambda d: judge_sandbox.exec(cmd, timeout=timeout, cwd=REPO, stdin=d, max_output_bytes=4096,
+                                             env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}))
+    try:
+        run = _relay(judge, worker, deadline, call_timeout, timeout)
+    finally:
+        worker.stop()
+        judge.close()
+    try:
+        result = judge.wait(max(1.0, deadline - time.monotonic()) + 15)
+    except SandboxError:
+        if judge_sandbox.alive():  # the exec's own failure after its report: no verdict
+            result = None
+        else:
+            raise
+    if run.valid and getattr(result, "exit_code", None) != 0:  # a verdict counts only from a clean end
+        run.valid, run.reason = False, f"the judge did not end cleanly after its report ({_ending(result)})"
+    if not run.valid and result is None:
+        judge.abort()
+    run.duration_s = time.monotonic() - start
+    return run
+
+
+def _ending(result) -> str:
+    if result is None:
+        return "it did not end"
+    return "timed out" if getattr(result, "timed_out", False) else f"exit {getattr(result, 'exit_code', None)}"
+
+
+def _relay(judge: Dialogue, worker: _Worker, deadline: float, call_timeout: float, timeout: float) -> SuiteJudgeRun:
+    """Pass lines between the judge and the worker until the judge reports (or the run ends without a verdict)."""
+    while True:
+        try:
+            line = judge.read_line(deadline, wire.MAX_LINE + 8)
+        except TimeoutError:
+            judge.abort()
+            return SuiteJudgeRun({}, valid=False, reason=f"tests timed out after {timeout:.0f}s")
+        except ValueError:
+            judge.abort()
+            return SuiteJudgeRun({}, valid=False, reason="the judge wrote a line past the cap")
+        if line is None:
+            return SuiteJudgeRun({}, valid=False, reason="the judge ended without its report")
+        if line.startswith(b"W "):
+            judge.send(worker.relay(line[2:], call_timeout))
+        elif line == b"N":
+            worker.start()
+        elif line.startswith(b"R "):
+            return _report(json.loads(line[2:]))
+        else:
+            judge.abort()
+            return SuiteJudgeRun({}, valid=False, reason="the judge wrote a line outside its protocol")
+
+
+def _report(report: dict) -> SuiteJudgeRun:
+    run = SuiteJudgeRun(report.get("cases", {}), valid=True, exit_code=int(report.get("exit_code", -1)),
+                        collection_errors=int(report.get("collection_errors", 0)),
+                        workers=int(report.get("workers", 0)), calls=int(report.get("calls", 0)),
+                        output=str(report.get("output", "")))
+    if report.get("refused"):
+        run.valid, run.refused = False, str(report["refused"])
+        run.reason = f"the repo's code broke the grading protocol: {run.refused}"
+    elif run.exit_code not in (0, 1) and not (run.exit_code in (2, 4) and run.collection_errors):
+        run.valid, run.reason = False, f"pytest exited {run.exit_code} in the judge"
+    return run

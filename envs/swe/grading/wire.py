@@ -1,0 +1,164 @@
+"""The grading wire: values as tagged JSON, decoded in bounded time and memory, whatever the peer sends.
+
+The judge (judge.py, on the host) reads this from the repo's worker, and the pristine judge (pristine.py) reads it
+from its worker inside a sandbox, where this file is pasted in front of its script: so it imports only the
+standard library. A value is `null`, `true`/`false`, a JSON string, or one of
+    {"int": digits}  {"float": repr}  {"bytes": hex}  {"list" | "tuple" | "set" | "frozenset": [values]}
+    {"dict": [[key, value], ...]}  and handles ({"ref"}, {"jref"}, {"wref"}: the caller decodes them, `handle`)
+    and the caller's own extensions ({"std"}, {"stdname"}: `special`).
+The peer is hostile, so decoding is bounded: the line length, the nesting depth, the number of values, the digits
+of an int, and the time (a `check` callback, called every few thousand values, raises when a deadline passed).
+Sets and dicts are built only from exact hashable values (checked with `type(x) is ...`), and never from many
+members that share one hash: ints, floats and tuples hash predictably (an int's hash is its value mod 2**61 - 1),
+and a set of n members with one hash takes O(n²) comparisons while holding the interpreter lock, so more than
+MAX_COLLISIONS members with one hash refuse the value (a set of distinct values has almost never more than one).
+"""
+
+import json
+import re
+
+MAX_LINE = 8 << 20  # bytes of one line
+MAX_DEPTH = 24  # nesting of one value
+MAX_NODES = 200_000  # values in one answer
+MAX_INT_DIGITS = 4000
+MAX_COLLISIONS = 8  # set members or dict keys of one value that share one hash
+CHECK_EVERY = 4096  # values decoded between two calls of the time check
+HANDLE_KEYS = ("ref", "jref", "wref")
+SPECIAL_KEYS = ("std", "stdname", "exc")
+# Standard library modules whose classes and functions travel by name (`{"stdname": "module:qualname"}`), so the
+# package's identity checks (`type is int`, `cls is datetime.date`) hold on both sides; other objects are handles.
+STD_MODULES = frozenset({"builtins", "datetime", "decimal", "fractions", "pathlib", "collections", "enum", "re",
+                         "string", "math", "functools", "itertools", "operator", "typing", "uuid", "textwrap",
+                         "unicodedata", "numbers", "abc", "posixpath", "copy", "json", "io", "locale"})
+SCALARS = (type(None), bool, str)
+CONTAINERS = {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset}
+_INT = re.compile(rf"-?[0-9]{{1,{MAX_INT_DIGITS}}}")
+_HEX = re.compile(r"(?:[0-9a-f]{2})*")
+
+
+class WireRefused(ValueError):
+    """The peer sent something the wire does not allow (malformed, past a cap, a hash flood)."""
+
+
+def loads(line: bytes):
+    """The JSON of one line (WireRefused when it is not JSON within the nesting the parser allows)."""
+    if len(line) > MAX_LINE:
+        raise WireRefused(f"a line of more than {MAX_LINE} bytes")
+    try:
+        return json.loads(line)
+    except (ValueError, RecursionError):
+        raise WireRefused("a line that is not JSON") from None
+
+
+def exact_hashable(x) -> bool:
+    """True for an exact int, float, str, bytes, bool or None, or an exact tuple / frozenset of them."""
+    t = type(x)
+    return t in (int, float, str, bytes, bool, type(None)) or (t in (tuple, frozenset) and all(map(exact_hashable, x)))
+
+
+def check_collisions(keys: list) -> None:
+    """Refuse `keys` (set members or dict keys) when more than MAX_COLLISIONS of them share one hash.
+
+    Sorting the hashes is O(n log n) and never compares the keys themselves, so a flood costs what an honest
+    value of the same size costs; building the set afterwards probes at most MAX_COLLISIONS keys per member."""
+    if not all(map(exact_hashable, keys)):
+        raise WireRefused("a set member or dict key that is not an exact hashable value")
+    if len(keys) <= MAX_COLLISIONS:
+        return
+    hashes = sorted(map(hash, keys))
+    run = 1
+    for a, b in zip(hashes, hashes[1:], strict=False):
+        run = run + 1 if a == b else 1
+        if run > MAX_COLLISIONS:
+            raise WireRefused(f"more than {MAX_COLLISIONS} set members or dict keys share one hash (a hash flood)")
+
+
+def build_set(items: list, kind: type):
+    """A set or frozenset of `items`, hash-flood safe."""
+    check_collisions(items)
+    return kind(items)
+
+
+def build_dict(pairs: list) -> dict:
+    """A dict of (key, value) pairs, hash-flood safe; repeated keys are refused."""
+    check_collisions([k for k, _ in pairs])
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        raise WireRefused("a dict with repeated keys")
+    return out
+
+
+class Decoder:
+    """Decodes one message's values with one node budget; `handle(dict)` decodes the caller's handles, `special`
+    (optional) its extensions, and `check()` (optional) is called every CHECK_EVERY values so a slow decode still
+    meets the caller's deadline."""
+
+    def __init__(self, handle, check=None, max_nodes: int = MAX_NODES, special=None) -> None:
+        self.handle, self.check, self.max_nodes, self.special, self.nodes = handle, check, max_nodes, special, 0
+
+    def value(self, v, depth: int = 0):
+        """The value `v` (parsed JSON) stands for; WireRefused for anything outside the schema or the caps."""
+        self.nodes += 1
+        if self.nodes > self.max_nodes or depth > MAX_DEPTH:
+            raise WireRefused("a value past the size or depth cap")
+        if self.check is not None and self.nodes % CHECK_EVERY == 0:
+            self.check()
+        t = type(v)
+        if t in SCALARS:
+            return v
+        if t is not dict:
+            raise WireRefused(f"a value of JSON type {t.__name__} outside the schema")
+        if any(k in v for k in HANDLE_KEYS):
+            return self.handle(v)
+        if self.special is not None and any(k in v for k in SPECIAL_KEYS):
+            return self.special(v)
+        if len(v) != 1:
+            raise WireRefused("a tagged value with extra keys")
+        (tag, body), = v.items()
+        if tag == "int":
+            if type(body) is not str or not _INT.fullmatch(body):
+                raise WireRefused("a malformed int")
+            return int(body)
+        if tag == "float":
+            if type(body) is not str or len(body) > 40:
+                raise WireRefused("a malformed float")
+            try:
+                return float(body)
+            except ValueError:
+                raise WireRefused("a malformed float") from None
+        if tag == "bytes":
+            if type(body) is not str or not _HEX.fullmatch(body):
+                raise WireRefused("malformed bytes")
+            return bytes.fromhex(body)
+        if tag in CONTAINERS:
+            if type(body) is not list:
+                raise WireRefused(f"a malformed {tag}")
+            items = [self.value(w, depth + 1) for w in body]
+            if tag in ("set", "frozenset"):
+                return build_set(items, CONTAINERS[tag])
+            return CONTAINERS[tag](items)
+        if tag == "dict":
+            if type(body) is not list or any(type(p) is not list or len(p) != 2 for p in body):
+                raise WireRefused("a malformed dict")
+            return build_dict([(self.value(k, depth + 1), self.value(w, depth + 1)) for k, w in body])
+        raise WireRefused(f"an unknown tag {str(tag)[:40]!r}")
+
+
+def encode_exact(x, depth: int = 0, other=None):
+    """An exact builtin value as the wire writes it; anything else goes to `other(x)` (None: TypeError)."""
+    t = type(x)
+    if t in SCALARS:
+        return x
+    if t is int:
+        return {"int": str(x)}
+    if t is float:
+        return {"float": repr(x)}
+    if t is bytes:
+        return {"bytes": x.hex()}
+    if depth <= MAX_DEPTH and t.__name__ in CONTAINERS and CONTAINERS[t.__name__] is t:
+        return {t.__name__: [encode_exact(v, depth + 1, other) for v in x]}
+    if depth <= MAX_DEPTH and t is dict:
+        return {"dict": [[encode_exact(k, depth + 1, other), encode_exact(v, depth + 1, other)] for k, v in x.items()]}
+    if other is None:
+        raise TypeError(f"cannot encode a {t.__name__}")
+    return other(x)

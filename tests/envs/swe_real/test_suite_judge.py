@@ -1,0 +1,259 @@
+"""The suite judge (grading/suite.py, suite_judge.py, suite_worker.py) on a package written here, in real Docker
+sandboxes: what a real suite needs works across the split (callbacks, a test's subclass with super(), pytest.raises
+and warns, capsys, enum parameters, shared lists), a bug fails its tests, and every way the repository's code
+could write its own verdict fails or makes the run invalid."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytestmark = [pytest.mark.slow, pytest.mark.docker]
+
+PACKAGE = '''
+import enum
+import warnings
+
+
+class Color(enum.Enum):
+    RED = 1
+    BLUE = 2
+
+
+class MiniError(ValueError):
+    def __init__(self, message, code=7):
+        super().__init__(message)
+        self.code = code
+
+
+def shout(word):
+    return word.upper() + "!"
+
+
+def total(numbers):
+    return sum(numbers)
+
+
+def grow(items, value):
+    items.append(value)
+    return len(items)
+
+
+REGISTRY = []
+
+
+def register(name):
+    REGISTRY.append(name)
+
+
+def apply(callback, value):
+    return callback(value) * 2
+
+
+def check(n):
+    if n < 0:
+        raise MiniError("negative", code=n)
+    return n
+
+
+def old():
+    warnings.warn("old() is deprecated", DeprecationWarning)
+    return 1
+
+
+def say(text):
+    print(text)
+
+
+class Box:
+    def __init__(self, value):
+        self.value = value
+
+    def describe(self):
+        return f"Box({self.value})"
+
+    def __eq__(self, other):
+        return isinstance(other, Box) and other.value == self.value
+
+    __hash__ = None
+
+
+def unbox(box):
+    return box.describe()
+
+
+import datetime
+
+
+class Utc(datetime.tzinfo):
+    def utcoffset(self, dt):
+        return datetime.timedelta(0)
+
+    def tzname(self, dt):
+        return "UTC"
+
+    def dst(self, dt):
+        return datetime.timedelta(0)
+
+
+UTC = Utc()
+
+
+def noon():
+    return datetime.time(12, tzinfo=UTC)
+'''
+
+TESTS = '''import pytest
+
+import mini
+from mini import Box, Color, MiniError
+
+
+def test_values():
+    assert mini.shout("hi") == "HI!" and mini.total([1, 2, 3]) == 6
+
+
+def test_shared_state():
+    mini.register("a")
+    assert mini.REGISTRY == ["a"] and len(mini.REGISTRY) == 1
+
+
+def test_a_list_lent_to_a_call_takes_its_new_state():
+    items = [1]
+    assert mini.grow(items, 2) == 2
+    assert items == [1, 2]
+
+
+def test_callback():
+    assert mini.apply(lambda v: v + 1, 3) == 8
+
+
+def test_raises():
+    with pytest.raises(MiniError, match="negative") as info:
+        mini.check(-3)
+    assert info.value.code == -3
+    with pytest.raises(ValueError):
+        mini.check(-1)
+
+
+def test_warns():
+    with pytest.warns(DeprecationWarning, match="deprecated"):
+        assert mini.old() == 1
+
+
+def test_capsys(capsys):
+    mini.say("hello")
+    assert capsys.readouterr().out == "hello\\n"
+
+
+@pytest.mark.parametrize("color", [Color.RED, Color.BLUE])
+def test_enum_ids(color):
+    assert color.value in (1, 2)
+
+
+class Tagged(Box):
+    def describe(self):
+        return "tagged " + super().describe()
+
+
+def test_subclass():
+    assert mini.unbox(Tagged(3)) == "tagged Box(3)"
+    assert isinstance(Tagged(1), Tagged)
+
+
+def test_package_equality():
+    assert Box(1) == Box(1) and Box(1) != Box(2)
+
+
+def test_the_packages_tzinfo():
+    from datetime import time
+
+    assert mini.noon() == time(12, tzinfo=mini.UTC) and mini.noon().tzname() == "UTC"
+'''
+
+IDS = [f"tests/test_mini.py::{name}" for name in (
+    "test_values", "test_shared_state", "test_a_list_lent_to_a_call_takes_its_new_state", "test_callback",
+    "test_raises", "test_warns", "test_capsys", "test_enum_ids[Color.RED]", "test_enum_ids[Color.BLUE]",
+    "test_subclass", "test_package_equality", "test_the_packages_tzinfo")]
+
+
+@pytest.fixture(scope="module")
+def sandboxes(docker_backend):
+    from agentrl.sandboxes import open_sandbox
+
+    with open_sandbox(docker_backend) as worker, open_sandbox(docker_backend) as judge:
+        yield worker, judge
+
+
+def run(sandboxes, package: str, ids=None, timeout: float = 120):
+    from agentrl.envs.swe.grading.suite import suite_run
+
+    worker, judge = sandboxes
+    return suite_run(worker, judge, {"mini/__init__.py": package}, {"tests/test_mini.py": TESTS,
+                                                                   "pytest.ini": "[pytest]\npythonpath = .\n"},
+                     tops=["mini"], pythonpath=["."], ids=ids or IDS, pytest_args=["-q"], timeout=timeout)
+
+
+def statuses(r) -> dict[str, str]:
+    return {k.split("::")[1]: v["status"] for k, v in r.cases.items()}
+
+
+def test_an_honest_package_passes_every_test_across_the_split(sandboxes):
+    r = run(sandboxes, PACKAGE)
+    assert r.valid, r.reason
+    assert set(statuses(r).values()) == {"passed"}, {k: v["text"][-600:] for k, v in r.cases.items()
+                                                      if v["status"] != "passed"}
+
+
+def test_a_bug_fails_its_tests_and_nothing_else(sandboxes):
+    r = run(sandboxes, PACKAGE.replace('return word.upper() + "!"', 'return word.upper() + "?"'))
+    st = statuses(r)
+    assert r.valid and st["test_values"] == "failed" and sum(v != "passed" for v in st.values()) == 1, st
+
+
+def _attack(sandboxes, code: str, ids=None):
+    """The package with `code` appended (at import) and shout() replaced as the attack says."""
+    return run(sandboxes, PACKAGE + "\n" + code, ids=ids or IDS[:1])
+
+
+EQUAL_STR = ('class S(str):\n    def __eq__(self, other):\n        return True\n    __hash__ = str.__hash__\n'
+             'def shout(word):\n    return S("wrong")\n')
+# name -> code appended to the package; each makes shout() wrong and tries to have test_values pass anyway
+ATTACKS = {
+    "always_equal_subclass_of_the_return_type": EQUAL_STR,
+    "type_built_equal_to_anything": ("def shout(word):\n    return type('A', (), {'__eq__': lambda s, o: True,"
+                                     " '__hash__': lambda s: 0})()\n"),
+    "mock_any": "from unittest import mock\ndef shout(word):\n    return mock.ANY\n",
+    "every_public_function_wrapped": (EQUAL_STR + "import sys\n_m = sys.modules[__name__]\nfor _n in list(vars(_m)):\n"
+                                      "    _f = getattr(_m, _n)\n    if callable(_f) and not _n.startswith('_') and "
+                                      "not isinstance(_f, type):\n        setattr(_m, _n, (lambda f: lambda *a, **k: "
+                                      "S(str(f(*a, **k))))(_f))\n"),
+    "encoder_hijacked": ("import __main__\n__main__.enc = lambda x, depth=0, by_value=False: 'HI!'\n"
+                         "def shout(word):\n    return 'wrong'\n"),
+    "forged_report_on_the_protocol": (
+        f"import __main__, os, json\n_r = {{'cases': {{{IDS[0]!r}: {{'status': 'passed'}}}}, 'exit_code': 0}}\n"
+        "for _line in (b'R ' + json.dumps(_r).encode(), json.dumps({'ok': 'HI!'}).encode(),"
+        " b'h lost forged'):\n    os.write(__main__.PROTO_OUT, _line + b'\\n')\n"
+        "def shout(word):\n    return 'wrong'\n"),
+    "frames_searched_for_the_verdict": (
+        "import sys, gc\ndef shout(word):\n    for o in gc.get_objects():\n"
+        "        if type(o).__name__ in ('Recorder', 'GraderPlugin', 'Link'):\n"
+        "            o.reports = {}\n    f = sys._getframe()\n    while f:\n"
+        "        f.f_locals.get('reports', {}).clear()\n        f = f.f_back\n    return 'wrong'\n"),
+    "keyboard_interrupt_to_end_the_session": "def shout(word):\n    raise KeyboardInterrupt\n",
+    "worker_exits": "import os\nos._exit(0)\n",
+    "hash_flood_answer": ("import __main__\n_flood = {'set': [{'int': str(k * (2 ** 61 - 1))} for k in range(150000)]}\n"
+                          "_real = __main__.enc\n__main__.enc = lambda x, depth=0, by_value=False: _flood\n"),
+    "unprintable_exception": 'def shout(word):\n    raise UnicodeEncodeError("ascii", "x", -5, -4, "r")\n',
+}
+
+
+@pytest.mark.parametrize("attack", sorted(ATTACKS))
+def test_the_repository_cannot_write_its_verdict(sandboxes, attack):
+    r = _attack(sandboxes, ATTACKS[attack])
+    assert not (r.valid and r.cases.get(IDS[0], {}).get("status") == "passed"), (attack, r)
+    if r.valid:  # a verdict: the test failed, or its file did not load; no verdict: the run is invalid (reward 0)
+        status = r.cases.get(IDS[0], {}).get("status", "missing")
+        assert status in ("failed", "error") or status == "missing" and r.collection_errors, (attack, r.cases)
+    assert json.dumps(r.cases)  # whatever happened, the report is plain data
