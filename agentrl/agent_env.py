@@ -138,6 +138,11 @@ class AgentEnv(gymnasium.Env[list, str]):
     oracles and record fields for `agentrl eval`. A hook given to `register(eval_hook=...)` wins; None: the
     generic hook (held-out seeds as tasks, the reward as the score)."""
 
+    sandboxes_per_episode: int = 1
+    """How many sandboxes of a shared `pool=` one episode may hold at once. The trainer's env factory sizes the
+    run's SandboxPool as rollout.concurrency × this, so episodes that each need two (a grading sandbox and a
+    judge's, as the SWE env's suite judge does) can never wait on each other for the last one."""
+
     # Set by the agent loop before each step
     last_action_truncated: bool = False
     """True when the action passed to `step` was cut off by the token limit (finish_reason "length")."""
@@ -153,7 +158,7 @@ class AgentEnv(gymnasium.Env[list, str]):
     def summary_metrics(cls, infos: list[dict[str, Any]]) -> dict[str, float]:
         """The env's own rollout metrics of one step, from the final infos (Trajectory.reward_info) of every
         episode of the step, masked ones included; `rollout.collector.summarize` adds them to the step's metrics
-        (e.g. swe_lite's rollout/suspicious_share). Default: none."""
+        (e.g. the SWE env's rollout/invalid_grading_share). Default: none."""
         return {}
 
     @property

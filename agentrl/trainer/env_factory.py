@@ -33,8 +33,9 @@ def build_env_factory(cfg) -> tuple[Callable[[], Any], Callable[[], Awaitable[No
     if local and "pool" in params and kwargs.get("pool") is None:
         from agentrl.sandboxes import SandboxPool
 
-        n = cfg.rollout.concurrency
-        pool = SandboxPool(backend=kwargs.get("backend", "auto"), warm=n, max_concurrency=n)
+        n = cfg.rollout.concurrency  # warm for the episodes; room for each one's extra sandboxes (e.g. a judge's)
+        per = max(1, int(getattr(env_class(cfg.env.name), "sandboxes_per_episode", 1)))
+        pool = SandboxPool(backend=kwargs.get("backend", "auto"), warm=n, max_concurrency=n * per)
         atexit.register(pool.close)  # the loop builds the factory before its try (the warm start runs there)
         kwargs["pool"] = pool
     shared = getattr(env_class(cfg.env.name), "shared_kwargs", None)  # e.g. swe_lite's level=auto curriculum

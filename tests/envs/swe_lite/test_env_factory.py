@@ -1,5 +1,8 @@
 """The training loop hands swe_lite a shared, warm SandboxPool sized from rollout.concurrency
-(agentrl.trainer.env_factory), and closes it when the run ends; envs without `pool=` get none."""
+(agentrl.trainer.env_factory), and closes it when the run ends; envs without `pool=` get none. The pool has room
+for two sandboxes per episode (a real package's grade holds the grading sandbox and the suite judge's at once),
+in training and in `agentrl eval` alike: sized one per episode, n episodes grading at once each held one and
+waited forever for a second."""
 
 from __future__ import annotations
 
@@ -21,7 +24,7 @@ def test_factory_shares_one_pool_sized_from_concurrency(docker_backend):
     try:
         a, b = factory(), factory()
         assert isinstance(a.pool, SandboxPool) and a.pool is b.pool is factory.pool
-        assert a.pool.max_concurrency == 2 and a.pool.warm == 2
+        assert a.pool.max_concurrency == 4 and a.pool.warm == 2
         assert a.curriculum is b.curriculum is not None  # level=auto: one curriculum for the run
     finally:
         asyncio.run(close())
@@ -55,6 +58,24 @@ def test_the_training_loop_claims_sandboxes_from_the_pool(tmp_path, docker_backe
         "trainer.tensorboard=false", f"trainer.run_dir={tmp_path / 'run'}",
     ])
     train(cfg)
-    assert len(pools) == 1 and pools[0].max_concurrency == 2
+    assert len(pools) == 1 and pools[0].max_concurrency == 4
     assert len(claims) >= 2, "the loop's episodes did not claim sandboxes from the shared pool"
     assert pools[0]._closed and not pools[0]._free, "the run left its pool open"
+
+
+@pytest.mark.parametrize("concurrency", [1, 2])
+def test_eval_pools_hold_both_sandboxes_of_every_concurrent_grade(concurrency, docker_backend):
+    from agentrl.envs.swe_real import SweRealEvalHook
+
+    from agentrl.evaluation import EvalConfig
+
+    hook = SweRealEvalHook()
+    job = EvalConfig(env="swe_real", backend=docker_backend, concurrency=concurrency, limit=1)
+    try:
+        kwargs = hook.env_kwargs(job, hook.tasks(job))
+        assert kwargs["pool"].max_concurrency == 2 * concurrency
+        held = [kwargs["pool"].acquire(timeout=60) for _ in range(2 * concurrency)]  # every grade's two at once
+        for sb in held:
+            kwargs["pool"].release(sb)
+    finally:
+        hook.close()
