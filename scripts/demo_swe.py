@@ -82,6 +82,8 @@ def measured_lines(record: dict | None) -> list[str]:
     lines += [f"command   {record['command']}",
               f"commit    {record['commit']}, {record['finished']} ({hours:.1f} h on {record['cpu']}, "
               f"training in {record['precision']['trainer']})"]
+    if record.get("rerun") and record["rerun"] != record["command"]:  # the recipe as it is spelled on today's tree
+        lines.append(f"rerun     {record['rerun']}")
     return lines
 
 

@@ -34,9 +34,13 @@ def test_a_finished_measurement_is_quoted_with_its_figure_test_command_commit_an
     assert "solves 17 the warm start does not, loses 6 (exact sign test p = 0.034)" in text
     assert "0 of 41 resolved GRPO episodes flagged by the non-fix audit" in text
     assert MEASURED["command"] in text and "abc1234, 2026-12-05 13:00:00" in text and "the judge" in text
+    assert "rerun" not in text
+    respelled = dict(MEASURED, rerun=".venv/bin/python bench/learn_swe.py --levels 0 --out runs/learn_swe")
+    assert "rerun     .venv/bin/python bench/learn_swe.py --levels 0 --out runs/learn_swe" in "\n".join(
+        DEMO["measured_lines"](respelled))
 
 
-def test_while_it_is_re_measured_the_demo_says_it_cannot_show_grpos_share():
+def test_the_committed_record_renders_whichever_state_it_is_in():
     committed = DEMO["load_record"]()  # docs/learn_swe.json as shipped
     assert committed is not None, "docs/learn_swe.json is missing or unreadable"
     text = "\n".join(DEMO["measured_lines"](committed))
