@@ -138,11 +138,6 @@ class AgentEnv(gymnasium.Env[list, str]):
     oracles and record fields for `agentrl eval`. A hook given to `register(eval_hook=...)` wins; None: the
     generic hook (held-out seeds as tasks, the reward as the score)."""
 
-    sandboxes_per_episode: int = 1
-    """How many sandboxes of a shared `pool=` one episode may hold at once. The trainer's env factory sizes the
-    run's SandboxPool as rollout.concurrency × this, so episodes that each need two (a grading sandbox and a
-    judge's, as the SWE env's suite judge does) can never wait on each other for the last one."""
-
     # Set by the agent loop before each step
     last_action_truncated: bool = False
     """True when the action passed to `step` was cut off by the token limit (finish_reason "length")."""
@@ -153,6 +148,14 @@ class AgentEnv(gymnasium.Env[list, str]):
         curriculum under level=auto). Called once per run by the trainer's env factory (local backend), which also
         passes the run's SandboxPool as `pool=` to a constructor that takes it. Default: nothing shared."""
         return {}
+
+    @classmethod
+    def sandboxes_per_episode(cls, kwargs: dict[str, Any]) -> int:
+        """How many sandboxes of a shared `pool=` one episode of an env made with these constructor kwargs may
+        hold at once. The trainer's env factory sizes the run's SandboxPool as rollout.concurrency × this, so
+        episodes that each need two (a grading sandbox and a judge's, as the SWE env's suite judge does) never
+        wait on each other for the last one. Default: 1."""
+        return 1
 
     @classmethod
     def summary_metrics(cls, infos: list[dict[str, Any]]) -> dict[str, float]:

@@ -34,7 +34,8 @@ def build_env_factory(cfg) -> tuple[Callable[[], Any], Callable[[], Awaitable[No
         from agentrl.sandboxes import SandboxPool
 
         n = cfg.rollout.concurrency  # warm for the episodes; room for each one's extra sandboxes (e.g. a judge's)
-        per = max(1, int(getattr(env_class(cfg.env.name), "sandboxes_per_episode", 1)))
+        per_episode = getattr(env_class(cfg.env.name), "sandboxes_per_episode", None)  # AgentEnv's hook
+        per = per_episode(kwargs) if callable(per_episode) else 1
         pool = SandboxPool(backend=kwargs.get("backend", "auto"), warm=n, max_concurrency=n * per)
         atexit.register(pool.close)  # the loop builds the factory before its try (the warm start runs there)
         kwargs["pool"] = pool

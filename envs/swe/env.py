@@ -82,9 +82,6 @@ class SweEnv(AgentEnv):
     system_prompt = SYSTEM_PROMPT
     source: str = "corpus"
     """The task source when `tasks` is not given (sources.SOURCES); the presets set it."""
-    sandboxes_per_episode = 2
-    """A real package's task is graded in two sandboxes at once (the grading sandbox and the suite judge's, from
-    the same pool), so a pool shared by n episodes is sized 2n (AgentEnv.sandboxes_per_episode)."""
 
     def __init__(self, tasks: list[Task] | str | Path | None = None, split: str | None = "train", *,
                  snapshots: str | Path | None = None, level: int | str = 1, curriculum: levels.Curriculum | None = None,
@@ -119,6 +116,15 @@ class SweEnv(AgentEnv):
             return {}
         return {"curriculum": levels.Curriculum(0, threshold=kwargs.get("promote_at", 0.5),
                                                 window=kwargs.get("promote_window", 16))}
+
+    @classmethod
+    def sandboxes_per_episode(cls, kwargs: dict[str, Any]) -> int:
+        """2 where the tasks may hold a pinned real package's (its grade holds the grading sandbox and the suite
+        judge's at once), 1 for the built-in corpus (graded in one): AgentEnv.sandboxes_per_episode."""
+        tasks = kwargs.get("tasks")
+        if isinstance(tasks, list):
+            return 2 if any(grading.package_of(t) is not None for t in tasks) else 1
+        return 1 if (tasks or cls.source) == "corpus" else 2
 
     @classmethod
     def summary_metrics(cls, infos: list[dict[str, Any]]) -> dict[str, float]:

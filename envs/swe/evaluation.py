@@ -83,7 +83,7 @@ class SweEvalHook(EvalHook):
         room for every episode's sandboxes at once (SweEnv.sandboxes_per_episode: a real package's grade holds two)."""
         from agentrl.sandboxes import SandboxPool
 
-        n = max(1, job.concurrency) * SweEnv.sandboxes_per_episode
+        n = max(1, job.concurrency) * SweEnv.sandboxes_per_episode({"tasks": self._tasks})
         self.pool = SandboxPool(backend=job.backend, max_concurrency=n, warm=0)
         return {"tasks": self._tasks, "pool": self.pool}
 

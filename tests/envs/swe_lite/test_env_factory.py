@@ -1,8 +1,9 @@
 """The training loop hands swe_lite a shared, warm SandboxPool sized from rollout.concurrency
-(agentrl.trainer.env_factory), and closes it when the run ends; envs without `pool=` get none. The pool has room
-for two sandboxes per episode (a real package's grade holds the grading sandbox and the suite judge's at once),
-in training and in `agentrl eval` alike: sized one per episode, n episodes grading at once each held one and
-waited forever for a second."""
+(agentrl.trainer.env_factory), and closes it when the run ends; envs without `pool=` get none. Where a task is a
+real package's, the pool has room for two sandboxes per episode (its grade holds the grading sandbox and the suite
+judge's at once), in training and in `agentrl eval` alike: sized one per episode, n episodes grading at once each
+held one and waited forever for a second. The built-in corpus is graded in one, so swe_lite's pool stays one per
+episode (each sandbox may take memory_mb, and the pool refuses more than its share of RAM)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ def test_factory_shares_one_pool_sized_from_concurrency(docker_backend):
     try:
         a, b = factory(), factory()
         assert isinstance(a.pool, SandboxPool) and a.pool is b.pool is factory.pool
-        assert a.pool.max_concurrency == 4 and a.pool.warm == 2
+        assert a.pool.max_concurrency == 2 and a.pool.warm == 2
         assert a.curriculum is b.curriculum is not None  # level=auto: one curriculum for the run
     finally:
         asyncio.run(close())
@@ -58,9 +59,23 @@ def test_the_training_loop_claims_sandboxes_from_the_pool(tmp_path, docker_backe
         "trainer.tensorboard=false", f"trainer.run_dir={tmp_path / 'run'}",
     ])
     train(cfg)
-    assert len(pools) == 1 and pools[0].max_concurrency == 4
+    assert len(pools) == 1 and pools[0].max_concurrency == 2
     assert len(claims) >= 2, "the loop's episodes did not claim sandboxes from the shared pool"
     assert pools[0]._closed and not pools[0]._free, "the run left its pool open"
+
+
+def test_swe_real_training_pool_holds_two_sandboxes_per_episode(docker_backend):
+    from agentrl.envs.swe.env import SweEnv
+    from agentrl.envs.swe.real.tasks import load_real
+
+    cfg = load_config("swe_real", overrides=[f"env.kwargs.backend={docker_backend}", "rollout.concurrency=2"])
+    factory, close = build_env_factory(cfg)
+    try:
+        assert factory.pool.max_concurrency == 4 and factory.pool.warm == 2
+    finally:
+        asyncio.run(close())
+    assert SweEnv.sandboxes_per_episode({"tasks": load_real(None)[:1]}) == 2  # a list of tasks is looked at
+    assert SweEnv.sandboxes_per_episode({}) == 1 and SweEnv.sandboxes_per_episode({"tasks": "my.jsonl"}) == 2
 
 
 @pytest.mark.parametrize("concurrency", [1, 2])
