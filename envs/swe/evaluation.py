@@ -82,9 +82,14 @@ class SweEvalHook(EvalHook):
         """The validated task list and one sandbox pool shared by all episodes (the loop owns the budgets), with
         room for every episode's sandboxes at once (SweEnv.sandboxes_per_episode: a real package's grade holds two)."""
         from agentrl.sandboxes import SandboxPool
+        from agentrl.sandboxes.base import SandboxConfigError
 
-        n = max(1, job.concurrency) * SweEnv.sandboxes_per_episode({"tasks": self._tasks})
-        self.pool = SandboxPool(backend=job.backend, max_concurrency=n, warm=0)
+        per = SweEnv.sandboxes_per_episode({"tasks": self._tasks})
+        try:
+            self.pool = SandboxPool(backend=job.backend, max_concurrency=max(1, job.concurrency) * per, warm=0)
+        except SandboxConfigError as e:
+            raise SandboxConfigError(f"{e} (--concurrency {job.concurrency} × {per} sandbox(es) per episode: a real "
+                                     f"package's grade holds two; lower --concurrency)") from None
         return {"tasks": self._tasks, "pool": self.pool}
 
     def policy(self, job: EvalConfig) -> ScriptedPolicy:

@@ -1,9 +1,6 @@
 """The training loop hands swe_lite a shared, warm SandboxPool sized from rollout.concurrency
-(agentrl.trainer.env_factory), and closes it when the run ends; envs without `pool=` get none. Where a task is a
-real package's, the pool has room for two sandboxes per episode (its grade holds the grading sandbox and the suite
-judge's at once), in training and in `agentrl eval` alike: sized one per episode, n episodes grading at once each
-held one and waited forever for a second. The built-in corpus is graded in one, so swe_lite's pool stays one per
-episode (each sandbox may take memory_mb, and the pool refuses more than its share of RAM)."""
+(agentrl.trainer.env_factory), and closes it when the run ends; envs without `pool=` get none. The built-in corpus
+is graded in one sandbox, so swe_lite's pool is one per episode (swe_real's two: tests/envs/swe_real/test_pool.py)."""
 
 from __future__ import annotations
 
@@ -63,34 +60,3 @@ def test_the_training_loop_claims_sandboxes_from_the_pool(tmp_path, docker_backe
     assert len(claims) >= 2, "the loop's episodes did not claim sandboxes from the shared pool"
     assert pools[0]._closed and not pools[0]._free, "the run left its pool open"
 
-
-def test_swe_real_training_pool_holds_two_sandboxes_per_episode(docker_backend):
-    from agentrl.envs.swe.env import SweEnv
-    from agentrl.envs.swe.real.tasks import load_real
-
-    cfg = load_config("swe_real", overrides=[f"env.kwargs.backend={docker_backend}", "rollout.concurrency=2"])
-    factory, close = build_env_factory(cfg)
-    try:
-        assert factory.pool.max_concurrency == 4 and factory.pool.warm == 2
-    finally:
-        asyncio.run(close())
-    assert SweEnv.sandboxes_per_episode({"tasks": load_real(None)[:1]}) == 2  # a list of tasks is looked at
-    assert SweEnv.sandboxes_per_episode({}) == 1 and SweEnv.sandboxes_per_episode({"tasks": "my.jsonl"}) == 2
-
-
-@pytest.mark.parametrize("concurrency", [1, 2])
-def test_eval_pools_hold_both_sandboxes_of_every_concurrent_grade(concurrency, docker_backend):
-    from agentrl.envs.swe_real import SweRealEvalHook
-
-    from agentrl.evaluation import EvalConfig
-
-    hook = SweRealEvalHook()
-    job = EvalConfig(env="swe_real", backend=docker_backend, concurrency=concurrency, limit=1)
-    try:
-        kwargs = hook.env_kwargs(job, hook.tasks(job))
-        assert kwargs["pool"].max_concurrency == 2 * concurrency
-        held = [kwargs["pool"].acquire(timeout=60) for _ in range(2 * concurrency)]  # every grade's two at once
-        for sb in held:
-            kwargs["pool"].release(sb)
-    finally:
-        hook.close()
