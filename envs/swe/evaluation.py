@@ -88,8 +88,9 @@ class SweEvalHook(EvalHook):
         try:
             self.pool = SandboxPool(backend=job.backend, max_concurrency=max(1, job.concurrency) * per, warm=0)
         except SandboxConfigError as e:
-            raise SandboxConfigError(f"{e} (--concurrency {job.concurrency} × {per} sandbox(es) per episode: a real "
-                                     f"package's grade holds two; lower --concurrency)") from None
+            why = ": a real package's grade holds two" if per > 1 else ""
+            raise SandboxConfigError(f"{e} (--concurrency {job.concurrency} × {per} sandbox(es) per episode{why}; "
+                                     "lower --concurrency)") from None
         return {"tasks": self._tasks, "pool": self.pool}
 
     def policy(self, job: EvalConfig) -> ScriptedPolicy:
