@@ -51,8 +51,7 @@ MAX_OWN = 100_000  # the judge's objects one worker may hold handles to
 MAX_EXC_CLASSES = 256  # exception and warning classes one worker may name
 MAX_ITEMS = 10_000
 MAX_TEXT = 4000
-STD_VALUES = ("builtins.slice", "builtins.range", "datetime.date", "datetime.datetime", "datetime.time", "datetime.timedelta", "decimal.Decimal",
-              "fractions.Fraction", "pathlib.PosixPath", "pathlib.PurePosixPath", "uuid.UUID")
+STD_VALUES = wire.STD_VALUES
 STD_MODULES = wire.STD_MODULES
 # Names of the judge's objects the worker may never read or write: what reaches the judge's code, globals, frames.
 DENIED = frozenset({
@@ -341,7 +340,7 @@ class Link:
         name = f"{t.__module__}.{t.__qualname__}"
         if name in STD_VALUES:
             try:
-                return {"std": name, "args": self.encode(_std_args(x), depth + 1)}
+                return {"std": name, "args": self.encode(wire.std_args(x), depth + 1)}
             except (TypeError, ValueError):
                 pass
         std = _std_name(x)
@@ -779,7 +778,7 @@ def canonical(x, link: Link, depth: int = 0):
     name = f"{t.__module__}.{t.__qualname__}"
     if name in STD_VALUES:
         try:
-            return ("<std>", name, _std_args(x))
+            return ("<std>", name, wire.std_args(x))
         except (TypeError, ValueError):
             pass
     return ("<judge>", link.own_ref(x))
@@ -1038,28 +1037,6 @@ def _std_name(x) -> str | None:
     for part in qualname.split("."):
         obj = getattr(obj, part, None)
     return f"{module}:{qualname}" if obj is x else None
-
-
-def _std_args(x):
-    """The constructor's arguments of a stdlib value; a date-time's tzinfo is its fixed offset in seconds when it is
-    a `datetime.timezone`, else the tzinfo object itself (a handle: the package's own tzinfo classes)."""
-    import datetime
-
-    if type(x) in (slice, range):
-        if not all(type(v) in (int, type(None)) for v in (x.start, x.stop, x.step)):
-            raise TypeError("a slice of objects")
-        return (x.start, x.stop, x.step)
-    if isinstance(x, (datetime.datetime, datetime.time)):
-        tz = x.tzinfo
-        if type(tz) is datetime.timezone:
-            tz = tz.utcoffset(None).total_seconds()
-        parts = (x.year, x.month, x.day) if isinstance(x, datetime.datetime) else ()
-        return (*parts, x.hour, x.minute, x.second, x.microsecond, tz)
-    if isinstance(x, datetime.date):
-        return (x.year, x.month, x.day)
-    if isinstance(x, datetime.timedelta):
-        return (x.days, x.seconds, x.microseconds)
-    return (str(x),)
 
 
 def _from_std(name: str, args):

@@ -40,8 +40,7 @@ sys.setrecursionlimit(3000)
 MAX_ITEMS = 10_000
 MAX_TEXT = 4000
 MAX_OUTPUT = 1 << 20
-STD_VALUES = ("builtins.slice", "builtins.range", "datetime.date", "datetime.datetime", "datetime.time", "datetime.timedelta", "decimal.Decimal",
-              "fractions.Fraction", "pathlib.PosixPath", "pathlib.PurePosixPath", "uuid.UUID")
+STD_VALUES = wire.STD_VALUES
 
 OWN: dict = {}
 OWN_IDS: dict = {}
@@ -311,7 +310,7 @@ def enc(x, depth: int = 0, by_value: bool = False):
     name = f"{t.__module__}.{t.__qualname__}"
     if name in STD_VALUES:
         try:
-            return {"std": name, "args": enc(_std_args(x))}
+            return {"std": name, "args": enc(wire.std_args(x))}
         except Exception:  # noqa: BLE001 - one that does not encode (a date with another tzinfo): a handle
             pass
     if isinstance(x, type) or callable(x):
@@ -319,28 +318,6 @@ def enc(x, depth: int = 0, by_value: bool = False):
         if std is not None:
             return {"stdname": std}
     return ref(x)
-
-
-def _std_args(x):
-    """The constructor's arguments of a stdlib value; a date-time's tzinfo is its fixed offset in seconds when it is
-    a `datetime.timezone`, else the tzinfo object itself (a handle: the package's own tzinfo classes)."""
-    import datetime
-
-    if type(x) in (slice, range):
-        if not all(type(v) in (int, type(None)) for v in (x.start, x.stop, x.step)):
-            raise TypeError("a slice of objects")
-        return (x.start, x.stop, x.step)
-    if isinstance(x, (datetime.datetime, datetime.time)):
-        tz = x.tzinfo
-        if type(tz) is datetime.timezone:
-            tz = tz.utcoffset(None).total_seconds()
-        parts = (x.year, x.month, x.day) if isinstance(x, datetime.datetime) else ()
-        return (*parts, x.hour, x.minute, x.second, x.microsecond, tz)
-    if isinstance(x, datetime.date):
-        return (x.year, x.month, x.day)
-    if isinstance(x, datetime.timedelta):
-        return (x.days, x.seconds, x.microseconds)
-    return (str(x),)
 
 
 def _from_std(name: str, args):
@@ -442,7 +419,7 @@ def canon(x, depth: int = 0, seen=None):
     name = f"{t.__module__}.{t.__qualname__}"
     if name in STD_VALUES:
         try:
-            return ("<std>", name, _std_args(x))
+            return ("<std>", name, wire.std_args(x))
         except Exception:  # noqa: BLE001
             pass
     state = getattr(x, "__dict__", None)

@@ -30,6 +30,10 @@ SPECIAL_KEYS = ("std", "stdname", "exc")
 STD_MODULES = frozenset({"builtins", "datetime", "decimal", "fractions", "pathlib", "collections", "enum", "re",
                          "string", "math", "functools", "itertools", "operator", "typing", "uuid", "textwrap",
                          "unicodedata", "numbers", "abc", "posixpath", "copy", "json", "io", "locale"})
+# Standard library values that travel by constructor arguments (`{"std": name, "args": std_args(x)}`).
+STD_VALUES = ("builtins.slice", "builtins.range", "datetime.date", "datetime.datetime", "datetime.time",
+              "datetime.timedelta", "decimal.Decimal", "fractions.Fraction", "pathlib.PosixPath",
+              "pathlib.PurePosixPath", "uuid.UUID")
 SCALARS = (type(None), bool, str)
 CONTAINERS = {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset}
 _INT = re.compile(rf"-?[0-9]{{1,{MAX_INT_DIGITS}}}")
@@ -142,6 +146,28 @@ class Decoder:
                 raise WireRefused("a malformed dict")
             return build_dict([(self.value(k, depth + 1), self.value(w, depth + 1)) for k, w in body])
         raise WireRefused(f"an unknown tag {str(tag)[:40]!r}")
+
+
+def std_args(x):
+    """The constructor's arguments of a stdlib value; a date-time's tzinfo is its fixed offset in seconds when it is
+    a `datetime.timezone`, else the tzinfo object itself (a handle: the package's own tzinfo classes)."""
+    import datetime
+
+    if type(x) in (slice, range):
+        if not all(type(v) in (int, type(None)) for v in (x.start, x.stop, x.step)):
+            raise TypeError("a slice of objects")
+        return (x.start, x.stop, x.step)
+    if isinstance(x, (datetime.datetime, datetime.time)):
+        tz = x.tzinfo
+        if type(tz) is datetime.timezone:
+            tz = tz.utcoffset(None).total_seconds()
+        parts = (x.year, x.month, x.day) if isinstance(x, datetime.datetime) else ()
+        return (*parts, x.hour, x.minute, x.second, x.microsecond, tz)
+    if isinstance(x, datetime.date):
+        return (x.year, x.month, x.day)
+    if isinstance(x, datetime.timedelta):
+        return (x.days, x.seconds, x.microseconds)
+    return (str(x),)
 
 
 def encode_exact(x, depth: int = 0, other=None):
