@@ -29,6 +29,7 @@ def build_env_factory(cfg) -> tuple[Callable[[], Any], Callable[[], Awaitable[No
     (and curriculum) where the env accepts them; `await close()` closes the pool's sandboxes."""
     kwargs = dict(cfg.env.kwargs)
     params = env_parameters(cfg.env.name) or {}
+    cls = env_class(cfg.env.name)
     local = getattr(getattr(cfg, "cluster", None), "backend", "local") != "ray"
     pool = None
     if local and "pool" in params and kwargs.get("pool") is None:
@@ -36,7 +37,7 @@ def build_env_factory(cfg) -> tuple[Callable[[], Any], Callable[[], Awaitable[No
         from agentrl.sandboxes.base import SandboxConfigError
 
         n = cfg.rollout.concurrency  # warm for the episodes; room for each one's extra sandboxes (e.g. a judge's)
-        per_episode = getattr(env_class(cfg.env.name), "sandboxes_per_episode", None)  # AgentEnv's hook
+        per_episode = getattr(cls, "sandboxes_per_episode", None)  # AgentEnv's hook
         per = per_episode(kwargs) if callable(per_episode) else 1
         try:
             pool = SandboxPool(backend=kwargs.get("backend", "auto"), warm=n, max_concurrency=n * per)
@@ -45,7 +46,7 @@ def build_env_factory(cfg) -> tuple[Callable[[], Any], Callable[[], Awaitable[No
                                      f"{cfg.env.name}: lower rollout.concurrency)") from None
         atexit.register(pool.close)  # the loop builds the factory before its try (the warm start runs there)
         kwargs["pool"] = pool
-    shared = getattr(env_class(cfg.env.name), "shared_kwargs", None)  # e.g. swe_lite's level=auto curriculum
+    shared = getattr(cls, "shared_kwargs", None)  # e.g. swe_lite's level=auto curriculum
     if local and callable(shared):
         kwargs.update(shared(kwargs))
 
