@@ -257,3 +257,31 @@ def test_the_repository_cannot_write_its_verdict(sandboxes, attack):
         status = r.cases.get(IDS[0], {}).get("status", "missing")
         assert status in ("failed", "error") or status == "missing" and r.collection_errors, (attack, r.cases)
     assert json.dumps(r.cases)  # whatever happened, the report is plain data
+
+
+COUNTED = '''import mini
+
+
+def test_checks():
+    box = mini.Box(1)
+    for _ in range(CHECKS):
+        assert not isinstance(box, int)
+    assert isinstance(box, mini.Box)
+'''
+
+
+def test_a_local_isinstance_on_a_proxy_costs_one_request(sandboxes):
+    """`isinstance(proxy, int)` asks the worker for the object's class once; the judge does not ask that class for
+    its own class as well (a round trip per check that a chatty suite pays thousands of times)."""
+    from agentrl.envs.swe.grading.suite import suite_run
+
+    calls = {}
+    for checks in (5, 25):
+        r = suite_run(*sandboxes, {"mini/__init__.py": PACKAGE},
+                      {"tests/test_count.py": COUNTED.replace("CHECKS", str(checks)),
+                       "pytest.ini": "[pytest]\npythonpath = .\n"},
+                      tops=["mini"], pythonpath=["."], ids=["tests/test_count.py::test_checks"], pytest_args=["-q"],
+                      timeout=120)
+        assert r.valid and statuses(r) == {"test_checks": "passed"}, (r.reason, r.cases)
+        calls[checks] = r.calls
+    assert calls[25] - calls[5] == 20, calls
