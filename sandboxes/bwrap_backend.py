@@ -15,7 +15,8 @@ process_vm_* between the sandbox's processes; on an architecture without a sysca
 bwrap's arguments and the filter travel through file descriptors (`--args`, `--seccomp`), so PID 1's cmdline
 shows no host path. This needs root (cgroups, tmpfs mounts, uid switching): as another user the backend
 refuses to start. Unlike Docker, nothing runs between execs (background processes end with their command);
-`gaps()` lists what this host cannot give, logged when the first sandbox starts.
+`gaps()` lists what this host cannot give, logged when the first sandbox starts. Each sandbox's link folder
+(sandboxes/link.py: FIFOs the host shares with another sandbox) is bound read-only at /dev/agentrl-link.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from agentrl.sandboxes.process import prlimit_argv, run_process
 
 from agentrl.errors import SandboxDead, SandboxError
 
+LINK_PATH = "/dev/agentrl-link"  # where a sandbox sees its link folder (under /dev: the rootfs is read-only)
 SLOT_UIDS = range(20001, 20257)
 log = logging.getLogger(__name__)
 _said = False
@@ -134,7 +136,10 @@ class BwrapSandbox(FileOpsMixin):
             os.chmod(reaper.BWRAP_DIR, 0o755)
             (self.dir / "owner.json").write_text(json.dumps(reaper.owner_labels(c.ttl_s)))
             reaper.track(self)  # removes it again and raises when the process is shutting down
+        self.link_dir: Path | None = self.dir / "link"  # sandboxes/link.py: read-only inside at LINK_PATH
+        self.link_path = LINK_PATH
         try:
+            self.link_dir.mkdir(mode=0o755)
             self.mnt.mkdir()
             _mount_tmpfs(self.mnt / "workspace", c.workspace_mb, self.uid, 0o755)
             _mount_tmpfs(self.mnt / "tmp", c.tmp_mb, self.uid, 0o1777)
@@ -158,7 +163,8 @@ class BwrapSandbox(FileOpsMixin):
             for link in ("bin", "sbin", "lib", "lib64"):
                 target = os.readlink(f"/{link}") if os.path.islink(f"/{link}") else None
                 root += ["--symlink", target, f"/{link}"] if target else ["--ro-bind-try", f"/{link}", f"/{link}"]
-        args = [*root, "--dev", "/dev", "--size", str(c.shm_mb << 20), "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
+        args = [*root, "--dev", "/dev", "--size", str(c.shm_mb << 20), "--tmpfs", "/dev/shm",
+                "--ro-bind", str(self.link_dir), LINK_PATH, "--remount-ro", "/dev",
                 "--proc", "/proc", "--bind", str(self.mnt / "workspace"), "/workspace",
                 "--bind", str(self.mnt / "tmp"), "/tmp", "--chdir", cwd,
                 "--unshare-all", "--unshare-user", "--disable-userns", "--uid", str(c.agent_uid),

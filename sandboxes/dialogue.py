@@ -80,6 +80,11 @@ class Dialogue:
                     raise TimeoutError
                 self._cond.wait(min(left, 1.0))
 
+    @property
+    def ended(self) -> bool:
+        """The command's output has ended (it exited or was aborted); unread lines may remain."""
+        return self._eof
+
     def wait(self, timeout: float) -> Any:
         """The exec's ExecResult once the command has ended (re-raises what exec raised); None on timeout."""
         if self._thread is not None:

@@ -19,17 +19,27 @@ copy frozen here (an allow-list that drifts from the engine's kernel and libsecc
 unlike Docker's, lets unknown syscalls through. perl starts in a few ms (no difference in exec round trips
 measured here), but the image needs it (perl-base is in every Debian image): the first sandbox of each image
 checks that the filter loads, and refuses the image otherwise.
+
+Link folder (sandboxes/link.py): with an engine on this machine (a unix socket), each container gets a host folder
+of its own mounted read-only at /run/agentrl-link, where the host may put FIFOs shared with another sandbox. The
+first container of the process checks that a FIFO made there is seen inside (an engine in a VM would not share
+it); where it is not, `link_dir` is None and grading relays through the host as before.
 """
 
 from __future__ import annotations
 
+import atexit
 import logging
+import os
+import shutil
 import socket
 import struct
+import tempfile
 import threading
 import time
 import uuid
 from collections.abc import Mapping
+from pathlib import Path
 
 import agentrl.sandboxes.reaper as reaper
 import agentrl.sandboxes.seccomp as seccomp
@@ -53,6 +63,8 @@ log = logging.getLogger(__name__)
 _said: set[str] = set()
 _filter_checked: set[str] = set()  # images in which the seccomp loader ran (perl present, prctl allowed)
 # docker info flag -> the guarantee row that is missing when the engine reports it False
+LINK_PATH = "/run/agentrl-link"  # where a container sees its link folder (read-only)
+_links: dict = {"root": None, "works": None}  # this process's folder of link folders; whether FIFOs reach inside
 ENGINE_FLAGS = {"MemoryLimit": "memory limit", "SwapLimit": "swap limit (memory + swap)", "PidsLimit": "pids limit",
                 "CpuCfsQuota": "CPU quota"}
 
@@ -107,11 +119,17 @@ class DockerSandbox(FileOpsMixin):
         self.uses = 0
         self._closed = False
         self._filter = seccomp.build_filter()  # UnsupportedArch before any container: no filter, no sandbox
+        self.link_dir: Path | None = _new_link_dir(self.client)
+        self.link_path = LINK_PATH
         with reaper.creating("docker"):  # counted until tracked: an exit cleanup waits for it, then lists leftovers
             self._create_and_start(docker, c)
         if self.image not in _filter_checked:
             self._check_filter()
             _filter_checked.add(self.image)
+        if self.link_dir is not None and _links["works"] is None:
+            self._check_link()
+        if not _links["works"]:
+            self._drop_link_dir()
 
     def _create_and_start(self, docker, c: SandboxConfig) -> None:
         """Create the container, track it, then start it: a container whose start fails (or that is made while
@@ -126,7 +144,8 @@ class DockerSandbox(FileOpsMixin):
                 tmpfs={"/tmp": f"rw,exec,nosuid,nodev,size={c.tmp_mb}m,mode=1777",
                        "/workspace": f"rw,exec,nosuid,nodev,size={c.workspace_mb}m,uid={c.agent_uid},"
                                      f"gid={c.agent_uid},mode=0755"},
-                working_dir="/workspace", environment=dict(c.env))
+                working_dir="/workspace", environment=dict(c.env),
+                volumes={str(self.link_dir): {"bind": LINK_PATH, "mode": "ro"}} if self.link_dir else None)
         except docker.errors.DockerException as e:
             raise SandboxError(f"could not start a sandbox from {self.image}: {str(e)[:300]}") from e
         self.id = container.id
@@ -149,6 +168,26 @@ class DockerSandbox(FileOpsMixin):
             self.close()
             raise SandboxError(f"the seccomp filter does not load in image {self.image} (exit {res.exit_code}: "
                                f"{res.output.strip()[:200]!r}); the loader needs perl (perl-base) in the image")
+
+    def _check_link(self) -> None:
+        """Whether a FIFO the host makes in the link folder is seen inside (decided once per process)."""
+        probe = self.link_dir / "probe"
+        try:
+            os.mkfifo(probe, 0o666)
+            code, out = self._raw_exec(f"test -p {LINK_PATH}/probe && echo agentrl-link")
+            _links["works"] = out.strip() == b"agentrl-link"
+        except Exception:
+            _links["works"] = False
+        finally:
+            probe.unlink(missing_ok=True)
+        if not _links["works"]:
+            log.warning("the Docker engine does not show this machine's folders inside its containers: grading's "
+                        "suite judge relays every line through the host (slower)")
+
+    def _drop_link_dir(self) -> None:
+        if self.link_dir is not None:
+            shutil.rmtree(self.link_dir, ignore_errors=True)
+            self.link_dir = None
 
     # ------------------------------------------------------------------ exec
     def exec(self, cmd: str | list[str], *, timeout: float | None = None, cwd: str | None = None,
@@ -327,10 +366,11 @@ class DockerSandbox(FileOpsMixin):
             pass
 
     def close(self) -> None:
-        """Remove the container; idempotent."""
+        """Remove the container and its link folder; idempotent."""
         if not self._closed:
             self._closed = True
             self.kill()
+            self._drop_link_dir()
 
     def __enter__(self) -> DockerSandbox:
         return self
@@ -340,6 +380,20 @@ class DockerSandbox(FileOpsMixin):
 
     def __repr__(self) -> str:
         return f"DockerSandbox({self.id[:12]}, image={self.image})"
+
+
+def _new_link_dir(client) -> Path | None:
+    """A new link folder for one container (mode 0755 in this process's 0700 folder), or None where the engine is
+    not on this machine or its containers do not see the host's FIFOs."""
+    if _links["works"] is False or not str(client.api.base_url).startswith("http+docker://localhost"):
+        return None
+    if _links["root"] is None:
+        _links["root"] = Path(tempfile.mkdtemp(prefix=f"agentrl-links-{reaper.SESSION_ID}-"))
+        atexit.register(shutil.rmtree, _links["root"], True)
+    path = _links["root"] / uuid.uuid4().hex[:12]
+    path.mkdir(mode=0o755)
+    os.chmod(path, 0o755)
+    return path
 
 
 def _send_stdin(sock: socket.socket, data: bytes) -> None:

@@ -3,12 +3,17 @@
 Two fresh sandboxes per grade. The judge sandbox holds the tests (the hidden test files, the suite's conftest and
 helpers, pytest.ini) and no line of the package; pytest runs there (suite_judge.py), and importing the package gives
 proxies of a worker's modules. The worker runs in the grading sandbox, in the agent's repository without its tests
-(suite_worker.py), and answers one request at a time. This module relays lines between the two and parses none of
-the worker's: each goes to the judge as `w <line>` (so it cannot pass for the host's own notice, `h ...`), cut at
-wire.MAX_LINE; a worker silent past the call deadline is killed and reported lost (that test fails, the next gets a
-fresh worker). The verdict is the judge's one report (`R`), and it counts only when the judge then exits 0 by itself:
-no report, a line outside the protocol, an exit code, a timeout or a worker that broke the protocol make the run
-invalid (reward 0). docs/swe_real.md has the design and its limits.
+(suite_worker.py), and answers one request at a time.
+
+Where both sandboxes have link folders (sandboxes/link.py), the two talk over a FIFO pair the host shares between
+them, one pair per worker generation, and the host parses none of it: it starts and restarts the worker (`N`,
+answered `h ready G`), kills one the judge gave up on (`K G`: silent past the call deadline, which the judge keeps)
+and tells the judge of a worker that ended (`h lost G why`). Elsewhere it relays: each judge line `W ...` goes to
+the worker, whose next line goes back as `w <line>` (so it cannot pass for the host's own notice, `h ...`), cut at
+wire.MAX_LINE; a worker silent past the call deadline is killed and reported lost. Either way that test fails and
+the next gets a fresh worker. The verdict is the judge's one report (`R`), and it counts only when the judge then
+exits 0 by itself: no report, a line outside the protocol, an exit code, a timeout or a worker that broke the
+protocol make the run invalid (reward 0). docs/swe_real.md has the design and its limits.
 """
 
 from __future__ import annotations
@@ -20,12 +25,14 @@ from pathlib import Path
 
 import agentrl.envs.swe.grading.wire as wire
 from agentrl.sandboxes.dialogue import Dialogue
+from agentrl.sandboxes.link import Pipes, linked
 
 from agentrl.errors import SandboxError
 
 HERE = Path(__file__).parent
 IMPORT_WIRE = "import agentrl.envs.swe.grading.wire as wire  # the host pastes wire.py in place of this line"
 CALL_TIMEOUT_S = 10.0
+POLL_S = 0.05  # with a direct channel: how often the host looks whether the worker has ended
 REPO = "/workspace/repo"
 
 
@@ -61,20 +68,37 @@ class SuiteJudgeRun:
 
 
 class _Worker:
-    """The worker process in the grading sandbox (one exec with a live stdin), restarted when the judge asks."""
+    """The worker process in the grading sandbox (one exec with a live stdin), restarted when the judge asks; with
+    `judge_sandbox`, each generation talks to the judge over its own FIFO pair."""
 
-    def __init__(self, sandbox, deadline: float, args: str) -> None:
-        self.sandbox, self.deadline, self.args, self.dialogue = sandbox, deadline, args, None
+    def __init__(self, sandbox, deadline: float, path: list[str], judge_sandbox=None) -> None:
+        self.sandbox, self.deadline, self.path, self.dialogue = sandbox, deadline, path, None
+        self.judge_sandbox, self.pipes, self.gen = judge_sandbox, None, 0
 
     def start(self) -> None:
         if self.dialogue is not None:
             self.stop()
             self.sandbox.exec("kill -9 -1 2>/dev/null; true", timeout=30, cwd="/")
+        self.gen += 1
+        args = {"path": self.path}
+        if self.judge_sandbox is not None:
+            self.close_pipes()
+            self.pipes = Pipes(self.sandbox, self.judge_sandbox, [f"req.{self.gen}", f"ans.{self.gen}"])
+            args.update(link=self.sandbox.link_path, gen=self.gen)
         seconds = max(1.0, self.deadline - time.monotonic())
         self.dialogue = Dialogue(max_buffer=wire.MAX_LINE * 2)
-        cmd = ["bash", "-c", 'exec python3 -I -B -c "$0" "$1"', WORKER, self.args]
+        cmd = ["bash", "-c", 'exec python3 -I -B -c "$0" "$1"', WORKER, json.dumps(args)]
         self.dialogue.start(lambda d: self.sandbox.exec(cmd, timeout=seconds, cwd=REPO, stdin=d,
                                                         max_output_bytes=4096))
+
+    def ended(self) -> bool:
+        """The worker's process is gone (or never started)."""
+        return self.dialogue is None or self.dialogue.ended
+
+    def close_pipes(self) -> None:
+        if self.pipes is not None:
+            self.pipes.close()
+            self.pipes = None
 
     def stop(self) -> None:
         if self.dialogue is None:
@@ -89,20 +113,24 @@ class _Worker:
     def relay(self, line: bytes, call_timeout: float) -> bytes:
         """Send the judge's line; the worker's next line as the judge reads it (`w ...`), or `h lost ...`."""
         if self.dialogue is None:
-            return b"h lost the worker is not running\n"
+            return self.lost("the worker is not running")
         self.dialogue.send(line + b"\n")
         try:
             answer = self.dialogue.read_line(min(time.monotonic() + call_timeout, self.deadline), wire.MAX_LINE)
         except TimeoutError:
             self.stop()
-            return f"h lost no answer within {call_timeout:.0f}s\n".encode()
+            return self.lost(f"no answer within {call_timeout:.0f}s")
         except ValueError:
             self.stop()
-            return f"h lost a line of more than {wire.MAX_LINE} bytes\n".encode()
+            return self.lost(f"a line of more than {wire.MAX_LINE} bytes")
         if answer is None:
             self.dialogue = None
-            return b"h lost the worker ended\n"
+            return self.lost("the worker ended")
         return b"w " + answer + b"\n"
+
+    def lost(self, why: str) -> bytes:
+        """The host's notice to the judge that this generation of the worker is gone."""
+        return f"h lost {self.gen} {why}\n".encode()
 
 
 def suite_run(worker_sandbox, judge_sandbox, worker_tree: dict[str, str], judge_tree: dict[str, str], *,
@@ -116,9 +144,11 @@ def suite_run(worker_sandbox, judge_sandbox, worker_tree: dict[str, str], judge_
     for sandbox, tree in ((judge_sandbox, judge_tree), (worker_sandbox, worker_tree)):
         sandbox.exec(f"rm -rf {REPO}", timeout=30, cwd="/")
         sandbox.upload_tree(tree, REPO)
-    worker = _Worker(worker_sandbox, deadline, json.dumps({"path": pythonpath}))
+    direct = linked(worker_sandbox, judge_sandbox)
+    worker = _Worker(worker_sandbox, deadline, pythonpath, judge_sandbox if direct else None)
     worker.start()
-    args = json.dumps({"repo": REPO, "tops": tops,
+    args = json.dumps({"repo": REPO, "tops": tops, "call_timeout": call_timeout,
+                       "link": judge_sandbox.link_path if direct else None,
                        "pytest_args": [*pytest_args, "-p", "no:cacheprovider", "-o", "addopts=", "--rootdir", REPO,
                                        *ids]})
     judge = Dialogue(max_buffer=wire.MAX_LINE * 2)
@@ -129,6 +159,7 @@ def suite_run(worker_sandbox, judge_sandbox, worker_tree: dict[str, str], judge_
         run = _relay(judge, worker, deadline, call_timeout, timeout)
     finally:
         worker.stop()
+        worker.close_pipes()
         judge.close()
     try:
         result = judge.wait(max(1.0, deadline - time.monotonic()) + 15)
@@ -152,11 +183,19 @@ def _ending(result) -> str:
 
 
 def _relay(judge: Dialogue, worker: _Worker, deadline: float, call_timeout: float, timeout: float) -> SuiteJudgeRun:
-    """Pass lines between the judge and the worker until the judge reports (or the run ends without a verdict)."""
+    """Serve the judge's lines (relay them to the worker, restart or kill it) until it reports (or the run ends
+    without a verdict); with a direct channel, tell the judge when the worker ends."""
+    told = 0  # the last generation whose end the judge was told of
     while True:
         try:
-            line = judge.read_line(deadline, wire.MAX_LINE + 8)
+            wake = min(deadline, time.monotonic() + POLL_S) if worker.pipes is not None else deadline
+            line = judge.read_line(wake, wire.MAX_LINE + 8)
         except TimeoutError:
+            if time.monotonic() < deadline:
+                if worker.pipes is not None and told != worker.gen and worker.ended():
+                    told = worker.gen
+                    judge.send(worker.lost("the worker ended"))
+                continue
             judge.abort()
             return SuiteJudgeRun({}, valid=False, reason=f"tests timed out after {timeout:.0f}s")
         except ValueError:
@@ -168,6 +207,9 @@ def _relay(judge: Dialogue, worker: _Worker, deadline: float, call_timeout: floa
             judge.send(worker.relay(line[2:], call_timeout))
         elif line == b"N":
             worker.start()
+            judge.send(b"h ready %d\n" % worker.gen)
+        elif line.startswith(b"K ") and line[2:] == str(worker.gen).encode():
+            worker.stop()  # the judge's call deadline passed: it has counted this worker lost
         elif line.startswith(b"R "):
             return _report(json.loads(line[2:]))
         else:

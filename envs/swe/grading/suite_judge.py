@@ -16,10 +16,11 @@ and is never handed a module, a frame, a traceback or code of the judge's.
 Every answer is decoded by wire.py (bounded, hash-flood safe); a malformed one, or more handles or exception classes
 than a worker may make, refuses the run.
 
-Streams (the host relays, see suite.py): this process writes `W <json>` (a message for the worker), `N` (restart the
-worker) and, once, `R <json>` (the report) on its own copy of fd 1, and reads `w <json>` (the worker's line) and
-`h lost <why>` (the host's notice) on its own copy of fd 0; the tests get an empty stdin and their output is
-pytest's. Only the standard library and pytest may be imported here: this file runs in the sandbox's Python.
+Streams (see suite.py and Channel): this process writes `N` (restart the worker), `K G` (kill generation G, silent
+past the call deadline), `W <json>` (a message for the worker, where the host relays) and, once, `R <json>` (the
+report) on its own copy of fd 1, and reads the host's notices (`h ready G`, `h lost G <why>`) and, where the host
+relays, `w <json>` (the worker's line) on its own copy of fd 0. With a direct channel the worker's lines come over a
+FIFO pair instead. The tests get an empty stdin and their output is pytest's. Only the standard library and pytest may be imported here: this file runs in the sandbox's Python.
 """
 
 import builtins
@@ -32,14 +33,16 @@ import itertools
 import json
 import operator
 import os
+import select
 import sys
+import time
 import types
 import warnings
 
 import agentrl.envs.swe.grading.wire as wire  # the host pastes wire.py in place of this line
 import pytest
 
-PROTO_IN = os.fdopen(os.dup(0), "rb")
+HOST_IN = os.dup(0)
 PROTO_OUT = os.dup(1)
 _null = os.open(os.devnull, os.O_RDWR)
 os.dup2(_null, 0)
@@ -103,24 +106,135 @@ def _write(tag: bytes, obj=None) -> None:
         view = view[os.write(PROTO_OUT, view):]
 
 
-def _read():
-    line = PROTO_IN.readline(wire.MAX_LINE + 8)
-    if not line.endswith(b"\n"):
-        raise _refuse("a line past the cap")
-    if line.startswith(b"w "):
-        try:
-            return "w", wire.loads(line[2:-1])
-        except wire.WireRefused as e:
-            raise _refuse(f"{e}: {len(line)} bytes {line[2:82]!r} ... {line[-40:]!r}") from None
-    return "h", line[:-1].decode("utf-8", "replace")
+def _decode(line: bytes):
+    try:
+        return wire.loads(line)
+    except wire.WireRefused as e:
+        raise _refuse(f"{e}: {len(line)} bytes {line[:80]!r} ... {line[-40:]!r}") from None
+
+
+class Channel:
+    """The lines to and from the worker. Relayed (`link` None): the host passes each `W` line to the worker and
+    hands back its answer as `w ...`. Direct: a FIFO pair per worker generation that the host shares between the
+    two sandboxes (sandboxes/link.py), `req.G` to the worker and `ans.G` back; the host then only restarts the
+    worker (`N`, answered `h ready G`), kills one that missed the call deadline (`K G`, sent here) and tells of a
+    worker that ended (`h lost G why`). Either way a line is capped, and a notice of another generation is old."""
+
+    def __init__(self, link: str | None, call_timeout: float) -> None:
+        self.link, self.call_timeout = link, call_timeout
+        self.host, self.pipe = bytearray(), bytearray()
+        self.req = self.ans = -1
+
+    def open(self, gen: int) -> None:
+        """The FIFOs of worker generation `gen` (the host made them before it started that worker)."""
+        if self.link is None:
+            return
+        for fd in (self.req, self.ans):
+            if fd >= 0:
+                os.close(fd)
+        self.req = os.open(f"{self.link}/req.{gen}", os.O_RDWR | os.O_NONBLOCK)
+        self.ans = os.open(f"{self.link}/ans.{gen}", os.O_RDWR | os.O_NONBLOCK)
+        self.pipe.clear()
+
+    def send(self, msg: dict, gen: int) -> str:
+        """Write a request; "" once written, else why the worker is lost (its stdin full past the deadline)."""
+        if self.link is None:
+            _write(b"W", msg)
+            return ""
+        view = memoryview(json.dumps(msg).encode() + b"\n")
+        deadline = time.monotonic() + self.call_timeout
+        while view:
+            try:
+                view = view[os.write(self.req, view):]
+            except BlockingIOError:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return self._give_up(gen)
+                select.select([], [self.req], [], left)
+        return ""
+
+    def receive(self, gen: int):
+        """("w", the worker's decoded line) or ("h", why the worker is lost)."""
+        deadline = time.monotonic() + self.call_timeout
+        while True:
+            if self.link is not None:
+                line = self._take(self.pipe)
+                if line is not None:
+                    return "w", _decode(line)
+            note = self._take(self.host)
+            if note is not None:
+                if self.link is None and note.startswith(b"w "):
+                    return "w", _decode(note[2:])
+                kind, _, rest = note.partition(b" ")
+                word, _, rest = rest.partition(b" ")
+                number, _, why = rest.partition(b" ")
+                if kind == b"h" and word == b"lost" and number == str(gen).encode():
+                    if self.link is not None and self._drain():  # what it wrote before it ended comes first
+                        self.host[:0] = note + b"\n"
+                        continue
+                    return "h", why.decode("utf-8", "replace")
+                continue  # a notice of an older worker
+            fds = [HOST_IN] if self.link is None else [HOST_IN, self.ans]
+            left = deadline - time.monotonic()
+            if self.link is None or left > 0:
+                ready = select.select(fds, [], [], max(left, 0.0) if self.link is not None else None)[0]
+            else:
+                return "h", self._give_up(gen)
+            for fd in ready:
+                chunk = os.read(fd, 1 << 16)
+                if fd == HOST_IN and not chunk:
+                    raise _refuse("the host closed the judge's input")
+                (self.host if fd == HOST_IN else self.pipe).extend(chunk)
+
+    def wait_ready(self, gen: int) -> None:
+        """After `N`: the host's `h ready G`, then that generation's FIFOs."""
+        while True:
+            note = self._take(self.host)
+            if note == b"h ready %d" % gen:
+                return self.open(gen)
+            if note is None:
+                chunk = os.read(HOST_IN, 1 << 16)
+                if not chunk:
+                    raise _refuse("the host closed the judge's input")
+                self.host.extend(chunk)
+
+    def _drain(self) -> bool:
+        """Read what the FIFO holds without waiting; True when there was something."""
+        got = False
+        while len(self.pipe) <= wire.MAX_LINE + 8:
+            try:
+                chunk = os.read(self.ans, 1 << 16)
+            except BlockingIOError:
+                break
+            if not chunk:
+                break
+            self.pipe.extend(chunk)
+            got = True
+        return got
+
+    def _give_up(self, gen: int) -> str:
+        _write(b"K %d" % gen)
+        return f"no answer within {self.call_timeout:.0f}s"
+
+    @staticmethod
+    def _take(buf: bytearray) -> bytes | None:
+        end = buf.find(b"\n", 0, wire.MAX_LINE + 9)
+        if end < 0:
+            if len(buf) > wire.MAX_LINE + 8:
+                raise _refuse("a line past the cap")
+            return None
+        line = bytes(buf[:end])
+        del buf[:end + 1]
+        return line
 
 
 # ---------------------------------------------------------------------------------------------------- the worker
 class Link:
     """The worker (one generation at a time): the judge's objects it holds handles to, the proxies of its own."""
 
-    def __init__(self) -> None:
-        self.up, self.gen = True, 1
+    def __init__(self, channel: Channel) -> None:
+        self.up, self.gen, self.channel = True, 1, channel
+        channel.open(1)
         self.shadows: dict = {}  # the worker's class made for a test's class -> that class (ShadowMeta)
         self.bases: dict = {}  # the worker's class -> the shadow base a test's class derives from
         self.exc_by_name: dict = {}  # the worker's exception classes by qualified name, kept across workers
@@ -137,6 +251,7 @@ class Link:
     def restart(self) -> None:
         _write(b"N")
         self.up, self.gen = True, self.gen + 1
+        self.channel.wait_ready(self.gen)
         self._reset()
         State.workers += 1  # the tests' modules of the old worker re-resolve their attributes (Remote._path)
 
@@ -147,18 +262,20 @@ class Link:
         if not self.up:
             raise WorkerLost("the worker is gone")
         State.calls += 1
-        _write(b"W", msg)
-        while True:
-            kind, body = _read()
+        lost = self.channel.send(msg, self.gen)
+        while not lost:
+            kind, body = self.channel.receive(self.gen)
             if kind == "h":
-                self.up = False
-                State.lost += 1
-                raise WorkerLost(body.removeprefix("h lost ").strip() or "the worker ended")
+                lost = body
+                break
             if type(body) is not dict:
                 raise _refuse("a message that is not an object")
             if "ok" in body or "raise" in body:
                 return self.answer(body)
-            _write(b"W", self.serve(body))
+            lost = self.channel.send(self.serve(body), self.gen)
+        self.up = False
+        State.lost += 1
+        raise WorkerLost(lost.strip() or "the worker ended")
 
     # ---- answers
     def answer(self, body: dict):
@@ -1137,7 +1254,7 @@ class Recorder:
 
 def main() -> None:
     args = json.loads(sys.argv[1])
-    link = Link()
+    link = Link(Channel(args.get("link"), float(args.get("call_timeout", 10.0))))
     LINK.append(link)
     sys.meta_path.insert(0, RemoteFinder(link, args["tops"]))
     recorder = Recorder(link)

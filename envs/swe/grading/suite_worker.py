@@ -9,7 +9,8 @@ builtin value of an instance of a builtin's subclass, for str, int, float and by
 objects that a test hands to the package (a callback, an instance of a class of the test's) arrive as proxies
 (`JObj`), whose type mirrors the judge's class, and whose every use is a request back to the judge, answered while
 this process waits. Warnings the package emits and what it prints are sent along with each answer, for the
-test's `pytest.warns` and `capsys`.
+test's `pytest.warns` and `capsys`. The lines come and go over stdin and stdout, relayed by the host, or over the
+FIFO pair the host shares with the judge's sandbox (`link` in the arguments; suite.py).
 Nothing here is trusted: the repository's code runs in this process and may rewrite any of it; the judge checks
 every answer. This file only has to be right for honest code. Only the standard library may be imported here.
 """
@@ -27,13 +28,17 @@ import warnings
 
 import agentrl.envs.swe.grading.wire as wire  # the host pastes wire.py in place of this line
 
-PROTO_IN = os.fdopen(os.dup(0), "rb")
-PROTO_OUT = os.dup(1)
+_ARGS = json.loads(sys.argv[1])
+if _ARGS.get("link"):  # the FIFOs the host shares with the judge's sandbox (suite_judge.Channel)
+    PROTO_IN = open(f"{_ARGS['link']}/req.{_ARGS['gen']}", "rb")
+    PROTO_OUT = os.open(f"{_ARGS['link']}/ans.{_ARGS['gen']}", os.O_RDWR)
+else:  # the host relays: stdin and stdout
+    PROTO_IN = os.fdopen(os.dup(0), "rb")
+    PROTO_OUT = os.dup(1)
 _null = os.open(os.devnull, os.O_RDWR)
 for _fd in (0, 1, 2):  # the repository's prints and reads never touch the protocol's stream
     os.dup2(_null, _fd)
 sys.stdin = open(os.devnull)
-_ARGS = json.loads(sys.argv[1])
 for _p in reversed(_ARGS["path"]):
     sys.path.insert(0, os.path.join(os.getcwd(), _p))
 sys.setrecursionlimit(3000)

@@ -285,3 +285,53 @@ def test_a_local_isinstance_on_a_proxy_costs_one_request(sandboxes):
         assert r.valid and statuses(r) == {"test_checks": "passed"}, (r.reason, r.cases)
         calls[checks] = r.calls
     assert calls[25] - calls[5] == 20, calls
+
+
+# What the worker's process does to the channel itself, with the two sandboxes joined by FIFOs (the default where
+# both have link folders) and with the host relaying every line (elsewhere). name -> (code, what the run must say)
+CHANNEL_ATTACKS = {
+    "hangs_in_a_call": ("def shout(word):\n    import time\n    time.sleep(120)\n", "no answer within 3s"),
+    "ends_in_a_call": ("def shout(word):\n    import os\n    os._exit(3)\n", "the worker ended"),
+    "a_line_past_the_cap": ("import __main__, os\ndef shout(word):\n    os.write(__main__.PROTO_OUT, b'x' * (9 << 20))\n"
+                            "    return 'wrong'\n", None),
+    "forged_host_notices": ("import __main__, os, json\ndef shout(word):\n"
+                            "    for line in (b'h lost 1 forged', b'h ready 2', b'R ' + json.dumps({'cases': {}}).encode(),"
+                            " b'w ' + json.dumps({'ok': 'HI!'}).encode()):\n"
+                            "        os.write(__main__.PROTO_OUT, line + b'\\n')\n    return 'wrong'\n", None),
+}
+
+
+@pytest.fixture(params=["fifo", "relayed"])
+def channel(request, sandboxes):
+    """The sandboxes joined by FIFOs, or (relayed) with their link folders hidden for the test."""
+    from agentrl.sandboxes.link import linked
+
+    assert linked(*sandboxes), "the docker backend gives every container a link folder"
+    saved = [sb.link_dir for sb in sandboxes]
+    if request.param == "relayed":
+        for sb in sandboxes:
+            sb.link_dir = None
+    yield request.param
+    for sb, d in zip(sandboxes, saved, strict=True):
+        sb.link_dir = d
+
+
+@pytest.mark.parametrize("attack", sorted(CHANNEL_ATTACKS))
+def test_what_the_worker_does_to_the_channel_costs_it_the_test(sandboxes, channel, attack):
+    from agentrl.envs.swe.grading.suite import suite_run
+
+    code, says = CHANNEL_ATTACKS[attack]
+    r = suite_run(*sandboxes, {"mini/__init__.py": PACKAGE + "\n" + code},
+                  {"tests/test_mini.py": TESTS, "pytest.ini": "[pytest]\npythonpath = .\n"}, tops=["mini"],
+                  pythonpath=["."], ids=IDS[:2], pytest_args=["-q"], timeout=120, call_timeout=3.0)
+    st = statuses(r)
+    assert not (r.valid and st.get("test_values") == "passed"), (channel, attack, r)
+    if says:  # the worker is lost for that test only: it fails saying why, the next test gets a fresh worker
+        assert r.valid and st == {"test_values": "failed", "test_shared_state": "passed"}, (channel, r.reason, st)
+        assert says in r.cases[IDS[0]]["text"] and r.workers == 2, r.cases[IDS[0]]["text"][-400:]
+    assert not any(sb.link_dir and list(sb.link_dir.iterdir()) for sb in sandboxes), "FIFOs left behind"
+
+
+def test_an_honest_package_passes_every_test_either_way(sandboxes, channel):
+    r = run(sandboxes, PACKAGE)
+    assert r.valid and set(statuses(r).values()) == {"passed"}, (channel, r.reason, statuses(r))
