@@ -63,6 +63,7 @@ def main() -> None:
     warnings.simplefilter("ignore")
     from agentrl.envs.swe.grading.grader import grade
     from agentrl.sandboxes import open_sandbox
+    from agentrl.sandboxes.link import linked
 
     tasks, judge = load(args)
     modes = (judge, "in_process")
@@ -71,6 +72,7 @@ def main() -> None:
     disagree = []
     start = time.monotonic()
     with open_sandbox(args.backend) as sb, open_sandbox(args.backend) as second:
+        channel = "judge and worker over a FIFO pair" if linked(sb, second) else "the host relays every line"
         grade(sb, tasks[0], changes={}, mode="in_process")  # warm-up: image caches, first docker exec
         for i, task in enumerate(tasks):
             fixed = task.fixed_files()
@@ -92,7 +94,7 @@ def main() -> None:
                                     f"harness {verdicts['in_process']}")
             print(f"{i + 1}/{len(tasks)} {task.instance_id}", flush=True)
     judge_s, harness_s = statistics.median(times[judge]), statistics.median(times["in_process"])
-    print(f"\n{len(tasks)} tasks x gold/empty x {args.rounds} rounds on {args.backend}, {cpu_model()}, "
+    print(f"\n{len(tasks)} tasks x gold/empty x {args.rounds} rounds on {args.backend} ({channel}), {cpu_model()}, "
           f"{time.monotonic() - start:.0f}s")
     if args.corpus == "real":
         for repo, t in by_repo.items():
