@@ -83,7 +83,10 @@ class _Worker:
         args = {"path": self.path}
         if self.judge_sandbox is not None:
             self.close_pipes()
-            self.pipes = Pipes(self.sandbox, self.judge_sandbox, [f"req.{self.gen}", f"ans.{self.gen}"])
+            try:
+                self.pipes = Pipes(self.sandbox, self.judge_sandbox, [f"req.{self.gen}", f"ans.{self.gen}"])
+            except OSError as e:  # a link folder gone with its sandbox: ours, not the repository's
+                raise SandboxError(f"could not share FIFOs between the judge's and the worker's sandboxes: {e}") from e
             args.update(link=self.sandbox.link_path, gen=self.gen)
         seconds = max(1.0, self.deadline - time.monotonic())
         self.dialogue = Dialogue(max_buffer=wire.MAX_LINE * 2)

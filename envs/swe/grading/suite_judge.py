@@ -20,7 +20,8 @@ Streams (see suite.py and Channel): this process writes `N` (restart the worker)
 past the call deadline), `W <json>` (a message for the worker, where the host relays) and, once, `R <json>` (the
 report) on its own copy of fd 1, and reads the host's notices (`h ready G`, `h lost G <why>`) and, where the host
 relays, `w <json>` (the worker's line) on its own copy of fd 0. With a direct channel the worker's lines come over a
-FIFO pair instead. The tests get an empty stdin and their output is pytest's. Only the standard library and pytest may be imported here: this file runs in the sandbox's Python.
+FIFO pair instead. The tests get an empty stdin and their output is pytest's. Only the standard library and pytest
+may be imported here: this file runs in the sandbox's Python.
 """
 
 import builtins
