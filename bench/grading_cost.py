@@ -78,7 +78,7 @@ def main() -> None:
             fixed = task.fixed_files()
             patches = {"gold": {p: t for p, t in fixed.items() if task.files.get(p) != t}, "empty": {}}
             for label, changes in patches.items():
-                verdicts = {}
+                verdicts, statuses = {}, {}
                 for r in range(args.rounds):
                     for mode in (modes if (i + r) % 2 == 0 else modes[::-1]):
                         t0 = time.perf_counter()
@@ -89,9 +89,14 @@ def main() -> None:
                         if g.grading_mode != mode:
                             raise SystemExit(f"{task.instance_id}: asked for {mode}, graded {g.grading_mode}")
                         verdicts.setdefault(mode, (g.resolved, round(g.f2p, 6), round(g.p2p, 6)))
+                        statuses.setdefault(mode, dict(g.statuses))
                 if verdicts[judge] != verdicts["in_process"]:
+                    tests = sorted(t for t in {*statuses[judge], *statuses["in_process"]}
+                                   if statuses[judge].get(t) != statuses["in_process"].get(t))
                     disagree.append(f"{task.instance_id} {label}: {judge} {verdicts[judge]} vs "
-                                    f"harness {verdicts['in_process']}")
+                                    f"harness {verdicts['in_process']}; tests that differ: " + ", ".join(
+                                        f"{t} ({statuses[judge].get(t)} vs {statuses['in_process'].get(t)})"
+                                        for t in tests[:5]))
             print(f"{i + 1}/{len(tasks)} {task.instance_id}", flush=True)
     judge_s, harness_s = statistics.median(times[judge]), statistics.median(times["in_process"])
     print(f"\n{len(tasks)} tasks x gold/empty x {args.rounds} rounds on {args.backend} ({channel}), {cpu_model()}, "
