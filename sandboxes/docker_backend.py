@@ -62,9 +62,10 @@ __all__ = ["DockerSandbox", "DockerUnavailable", "docker_client", "remove_contai
 log = logging.getLogger(__name__)
 _said: set[str] = set()
 _filter_checked: set[str] = set()  # images in which the seccomp loader ran (perl present, prctl allowed)
-# docker info flag -> the guarantee row that is missing when the engine reports it False
 LINK_PATH = "/run/agentrl-link"  # where a container sees its link folder (read-only)
 _links: dict = {"root": None, "works": None}  # this process's folder of link folders; whether FIFOs reach inside
+_links_lock = threading.Lock()
+# docker info flag -> the guarantee row that is missing when the engine reports it False
 ENGINE_FLAGS = {"MemoryLimit": "memory limit", "SwapLimit": "swap limit (memory + swap)", "PidsLimit": "pids limit",
                 "CpuCfsQuota": "CPU quota"}
 
@@ -387,9 +388,10 @@ def _new_link_dir(client) -> Path | None:
     not on this machine or its containers do not see the host's FIFOs."""
     if _links["works"] is False or not str(client.api.base_url).startswith("http+docker://localhost"):
         return None
-    if _links["root"] is None:
-        _links["root"] = Path(tempfile.mkdtemp(prefix=f"agentrl-links-{reaper.SESSION_ID}-"))
-        atexit.register(shutil.rmtree, _links["root"], True)
+    with _links_lock:
+        if _links["root"] is None:
+            _links["root"] = Path(tempfile.mkdtemp(prefix=f"agentrl-links-{reaper.SESSION_ID}-"))
+            atexit.register(shutil.rmtree, _links["root"], True)
     path = _links["root"] / uuid.uuid4().hex[:12]
     path.mkdir(mode=0o755)
     os.chmod(path, 0o755)
