@@ -28,7 +28,7 @@ it); where it is not, `link_dir` is None and grading relays through the host as 
 
 from __future__ import annotations
 
-import atexit
+import json
 import logging
 import os
 import shutil
@@ -384,17 +384,23 @@ class DockerSandbox(FileOpsMixin):
 
 
 def _new_link_dir(client) -> Path | None:
-    """A new link folder for one container (mode 0755 in this process's 0700 folder), or None where the engine is
-    not on this machine or its containers do not see the host's FIFOs."""
+    """A new link folder for one container (mode 0755 in this process's root under reaper.LINKS_DIR, 0700), or None
+    where the engine is not on this machine or its containers do not see the host's FIFOs."""
     if _links["works"] is False or not str(client.api.base_url).startswith("http+docker://localhost"):
         return None
-    with _links_lock:
-        if _links["root"] is None:
-            _links["root"] = Path(tempfile.mkdtemp(prefix=f"agentrl-links-{reaper.SESSION_ID}-"))
-            atexit.register(shutil.rmtree, _links["root"], True)
-    path = _links["root"] / uuid.uuid4().hex[:12]
-    path.mkdir(mode=0o755)
-    os.chmod(path, 0o755)
+    try:
+        with _links_lock:  # the root goes with this process's sandboxes (reaper: exit, SIGTERM, a later reap)
+            if _links["root"] is None or not _links["root"].is_dir():
+                reaper.LINKS_DIR.mkdir(mode=0o700, exist_ok=True)
+                root = Path(tempfile.mkdtemp(prefix=f"{reaper.SESSION_ID}-", dir=reaper.LINKS_DIR))
+                (root / "owner.json").write_text(json.dumps(reaper.owner_labels(3600 * 24 * 365)))
+                _links["root"] = root
+            path = _links["root"] / uuid.uuid4().hex[:12]
+            path.mkdir(mode=0o755)
+            os.chmod(path, 0o755)
+    except OSError as e:  # a reap took the root meanwhile, or the folder is not writable: relay instead
+        log.warning("no link folder for this sandbox (%s): grading relays through the host", e)
+        return None
     return path
 
 

@@ -22,6 +22,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import threading
 import time
 import uuid
@@ -37,6 +38,7 @@ from agentrl.errors import SandboxError
 OWNER = "agentrl"
 SESSION_ID = os.environ.get("AGENTRL_SANDBOX_SESSION") or uuid.uuid4().hex[:12]
 BWRAP_DIR = Path(os.environ.get("AGENTRL_BWRAP_DIR", "/var/tmp/agentrl/bwrap"))
+LINKS_DIR = Path(tempfile.gettempdir()) / f"agentrl-links-{os.getuid()}"  # docker link folders, a root per process
 CGROUP_RECORD = "cgroup.json"  # in a bwrap folder: the cgroup directories that sandbox made (removed with it)
 CREATE_WAIT_S = 30.0  # at exit, how long to wait for sandbox creates still in flight in other threads
 _live: weakref.WeakSet = weakref.WeakSet()
@@ -108,6 +110,14 @@ def reap(session: str | None = None, docker: bool = True, bwrap: bool = True, pi
                 if should_reap(c.get("Labels") or {}, session):
                     remove_container(client, c["Id"])
                     removed.append(c["Id"][:12])
+    if docker and LINKS_DIR.is_dir():  # link folders (sandboxes/link.py) of docker sandboxes, by owner like bwrap's
+        for d in LINKS_DIR.iterdir():
+            try:
+                labels = json.loads((d / "owner.json").read_text())
+            except (OSError, ValueError):
+                continue
+            if should_reap(labels, session) and (pid is None or labels.get("agentrl.pid") == str(pid)):
+                shutil.rmtree(d, ignore_errors=True)
     if bwrap and BWRAP_DIR.is_dir():
         for d in BWRAP_DIR.iterdir():
             try:

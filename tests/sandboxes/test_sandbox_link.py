@@ -57,3 +57,24 @@ def test_a_name_that_leaves_the_folder_is_refused(boxes):
         with pytest.raises(ValueError):
             Pipes(a, b, [name])
     assert not list(a.link_dir.iterdir()) and not list(b.link_dir.iterdir())
+
+
+def test_the_link_root_of_a_killed_owner_is_reaped(backend):
+    """A process killed with -9 runs no exit cleanup; the next reap removes its docker link root with its container."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from agentrl.sandboxes import reaper
+
+    if backend != "docker":
+        pytest.skip("bwrap's link folder lives in its sandbox folder, reaped with it")
+    code = ("import os\nfrom agentrl.sandboxes import open_sandbox\nsb = open_sandbox('docker')\n"
+            "print(sb.link_dir.parent, flush=True)\nos.kill(os.getpid(), 9)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180).stdout
+    root = Path(out.strip())
+    assert root.parent == reaper.LINKS_DIR and (root / "owner.json").is_file(), out
+    reaper.reap()
+    assert not root.exists()
+    assert os.path.isdir(reaper.LINKS_DIR)
