@@ -175,7 +175,7 @@ class DockerSandbox(FileOpsMixin):
         probe = self.link_dir / "probe"
         try:
             os.mkfifo(probe, 0o666)
-            code, out = self._raw_exec(f"test -p {LINK_PATH}/probe && echo agentrl-link")
+            _, out = self._raw_exec(f"test -p {LINK_PATH}/probe && echo agentrl-link")
             _links["works"] = out.strip() == b"agentrl-link"
         except Exception:
             _links["works"] = False

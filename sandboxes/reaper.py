@@ -110,24 +110,27 @@ def reap(session: str | None = None, docker: bool = True, bwrap: bool = True, pi
                 if should_reap(c.get("Labels") or {}, session):
                     remove_container(client, c["Id"])
                     removed.append(c["Id"][:12])
-    if docker and LINKS_DIR.is_dir():  # link folders (sandboxes/link.py) of docker sandboxes, by owner like bwrap's
-        for d in LINKS_DIR.iterdir():
-            try:
-                labels = json.loads((d / "owner.json").read_text())
-            except (OSError, ValueError):
-                continue
-            if should_reap(labels, session) and (pid is None or labels.get("agentrl.pid") == str(pid)):
-                shutil.rmtree(d, ignore_errors=True)
-    if bwrap and BWRAP_DIR.is_dir():
-        for d in BWRAP_DIR.iterdir():
-            try:
-                labels = json.loads((d / "owner.json").read_text())
-            except (OSError, ValueError):
-                continue
-            if should_reap(labels, session) and (pid is None or labels.get("agentrl.pid") == str(pid)):
-                remove_bwrap_dir(d)
-                removed.append(d.name)
+    if docker:  # link folders (sandboxes/link.py) of docker sandboxes
+        for d in _reapable_dirs(LINKS_DIR, session, pid):
+            shutil.rmtree(d, ignore_errors=True)
+    if bwrap:
+        for d in _reapable_dirs(BWRAP_DIR, session, pid):
+            remove_bwrap_dir(d)
+            removed.append(d.name)
     return removed
+
+
+def _reapable_dirs(parent: Path, session: str | None, pid: int | None) -> list[Path]:
+    """The folders in `parent` whose `owner.json` says the reaping rule takes them (and made by `pid`, if given)."""
+    found = []
+    for d in parent.iterdir() if parent.is_dir() else ():
+        try:
+            labels = json.loads((d / "owner.json").read_text())
+        except (OSError, ValueError):
+            continue
+        if should_reap(labels, session) and (pid is None or labels.get("agentrl.pid") == str(pid)):
+            found.append(d)
+    return found
 
 
 def _label_filter(session: str | None, pid: int | None) -> list[str]:

@@ -175,17 +175,18 @@ class Channel:
                         continue
                     return "h", why.decode("utf-8", "replace")
                 continue  # a notice of an older worker
-            fds = [HOST_IN] if self.link is None else [HOST_IN, self.ans]
-            left = deadline - time.monotonic()
-            if self.link is None or left > 0:
-                ready = select.select(fds, [], [], max(left, 0.0) if self.link is not None else None)[0]
+            if self.link is None:  # the host keeps the deadline
+                ready = select.select([HOST_IN], [], [])[0]
             else:
-                return "h", self._give_up(gen)
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return "h", self._give_up(gen)
+                ready = select.select([HOST_IN, self.ans], [], [], left)[0]
             for fd in ready:
-                chunk = os.read(fd, 1 << 16)
-                if fd == HOST_IN and not chunk:
-                    raise _refuse("the host closed the judge's input")
-                (self.host if fd == HOST_IN else self.pipe).extend(chunk)
+                if fd == HOST_IN:
+                    self._read_host()
+                else:
+                    self.pipe.extend(os.read(fd, 1 << 16))
 
     def wait_ready(self, gen: int) -> None:
         """After `N`: the host's `h ready G`, then that generation's FIFOs."""
@@ -194,10 +195,13 @@ class Channel:
             if note == b"h ready %d" % gen:
                 return self.open(gen)
             if note is None:
-                chunk = os.read(HOST_IN, 1 << 16)
-                if not chunk:
-                    raise _refuse("the host closed the judge's input")
-                self.host.extend(chunk)
+                self._read_host()
+
+    def _read_host(self) -> None:
+        chunk = os.read(HOST_IN, 1 << 16)
+        if not chunk:
+            raise _refuse("the host closed the judge's input")
+        self.host.extend(chunk)
 
     def _drain(self) -> bool:
         """Read what the FIFO holds without waiting; True when there was something."""
