@@ -39,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="agentrl", description="Reinforcement learning for multi-turn, tool-using LLM agents.")
     parser.add_argument("--version", action="version", version=f"agentrl {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    parser.commands = {}  # name -> the subcommand's parser (main names its options in a did-you-mean)
     for name, help_text in COMMANDS.items():
         module = importlib.import_module(f"agentrl.commands.{name}")
         p = sub.add_parser(
@@ -46,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
         )
         module.add_arguments(p)
         p.set_defaults(_module=module)
+        parser.commands[name] = p
     return parser
 
 
@@ -56,7 +58,10 @@ def main(argv: list[str] | None = None) -> int:
     if extra and isinstance(getattr(args, "overrides", None), list) and all(_is_override(x) for x in extra):
         args.overrides += extra  # `train --env calc a=1 --resume RUN b=2`: overrides after an option count too
     elif extra:
-        parser.parse_args(argv)  # reports the unrecognized arguments as argparse does (one line, exit 2)
+        command = parser.commands.get(args.command) if args.command else None
+        if command is None:
+            parser.parse_args(argv)  # reports the unrecognized arguments as argparse does (one line, exit 2)
+        command.error(f"unrecognized arguments: {' '.join(extra)}{did_you_mean(command, extra)}")
     if args.command is None:
         parser.print_help()
         return 2
@@ -73,6 +78,19 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"agentrl {args.command}: {interrupted_how()}", file=sys.stderr)
         return interrupted_status()
+
+
+def did_you_mean(parser: argparse.ArgumentParser, extra: list[str]) -> str:
+    """' (did you mean --limit?)' for the first unrecognized option close to one of the parser's own, else ''."""
+    import difflib
+
+    options = [o for o in parser._option_string_actions if o.startswith("--")]
+    for arg in extra:
+        if arg.startswith("--"):
+            close = difflib.get_close_matches(arg.partition("=")[0], options, n=1, cutoff=0.6)
+            if close:
+                return f" (did you mean {close[0]}?)"
+    return ""
 
 
 def _is_override(arg: str) -> bool:

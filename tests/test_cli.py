@@ -235,6 +235,39 @@ def test_eval_requires_env_instead_of_assuming_swe_lite():
     assert "the following arguments are required: --env" in r.stderr
 
 
+def test_train_without_env_is_refused_in_one_line_unless_a_config_file_sets_it(tmp_path, capsys):
+    """Guards `agentrl train` with no --env training calc with the bare defaults (no preset, no warm start) for
+    half an hour: like `agentrl eval`, train and sft refuse it (one line, exit 2, no run folder); a --config file
+    that sets env.name names the env."""
+    run = tmp_path / "run"
+    for command in ("train", "sft"):
+        assert main([command, *TINY_RUN, f"trainer.run_dir={run}"]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "Traceback" not in err, err
+        assert err.startswith(f"agentrl {command}: error: no env given") and "--env NAME" in err, err
+        assert not run.exists()
+    (tmp_path / "no_env.yaml").write_text("trainer: {steps: 1}\n")
+    assert main(["train", "--config", str(tmp_path / "no_env.yaml"), "--print-config"]) == 2
+    assert "no_env.yaml does not set env.name" in capsys.readouterr().err
+    (tmp_path / "env.yaml").write_text("env: {name: test_cli_parity}\n")
+    assert main(["train", "--config", str(tmp_path / "env.yaml"), "--print-config"]) == 0
+    assert "name: test_cli_parity" in capsys.readouterr().out
+
+
+def test_eval_num_tasks_on_an_env_with_a_task_list_points_at_limit(capsys):
+    """Guards `agentrl eval --env swe_lite --num-tasks 3` running all 123 test tasks without a word: --num-tasks
+    counts seed tasks, so an env with its own task list refuses it and names --limit; a misspelt option is one
+    line with a did-you-mean."""
+    assert main(["eval", "--env", "swe_lite", "--oracle", "gold", "--num-tasks", "3"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "did you mean --limit 3" in err, err
+    with pytest.raises(SystemExit) as e:
+        main(["eval", "--env", "swe_lite", "--oracle", "gold", "--limt", "3"])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.count("\n") == 1, err
+    assert "unrecognized arguments: --limt 3 (did you mean --limit?)" in err, err
+
+
 def test_an_envs_own_exception_in_preflight_is_the_envs_error_not_a_kwargs_problem(tmp_path):
     """Guards 'env.kwargs: env ... failed at reset' for an env whose own code raised (no kwargs were given): the
     line names the env, the stage, the exception and where it was raised, and blames no config key."""

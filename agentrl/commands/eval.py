@@ -46,7 +46,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--concurrency", type=int, default=None, help="episodes in flight (default: sandbox default)")
     parser.add_argument("--out", default="results.jsonl", help="JSONL of episode records (appended, resumable)")
     parser.add_argument("--env-kwargs", default=None, metavar="JSON", help="env constructor kwargs as a JSON object")
-    parser.add_argument("--num-tasks", type=int, default=20, help="envs without a task list: this many seed tasks")
+    parser.add_argument("--num-tasks", type=int, default=None,
+                        help="envs without a task list: this many seed tasks (default 20); an env with a task list "
+                             "(swe_lite, swe_real) refuses it: --limit N takes its first N tasks")
     parser.add_argument("--task-seed", type=int, default=0,
                         help="base of the seed tasks (a run's rollout.seed: the same tasks as its held-out eval)")
     parser.add_argument("--tasks", default=None, help="a swe_lite tasks JSONL (default: the shipped corpus)")
@@ -91,6 +93,21 @@ def check_server(urls: list[str], timeout_s: float = 5.0) -> None:
                                "or fix --model") from None
 
 
+def check_num_tasks(args: argparse.Namespace) -> None:
+    """--num-tasks counts seed tasks, which only an env without a task list has: an env whose eval hook lists its
+    own tasks (swe_lite, swe_real) would ignore it and run its whole split, so it is refused, pointing at --limit."""
+    if args.num_tasks is None:
+        return
+    if args.num_tasks < 1:
+        raise AgentRLError(f"--num-tasks must be at least 1, got {args.num_tasks}")
+    from agentrl.evaluation import EvalHook, hook_for
+
+    if type(hook_for(args.env)).tasks is not EvalHook.tasks:
+        raise AgentRLError(f"--num-tasks counts the seed tasks of an env without a task list; {args.env!r} has one "
+                           f"(split {args.split}): did you mean --limit {args.num_tasks} (its first "
+                           f"{args.num_tasks} tasks)?")
+
+
 def episode_budget(args: argparse.Namespace) -> dict:
     """EvalConfig's budget fields: each flag given, else the env preset's rollout.* (what `agentrl train --env`
     uses), else the rollout defaults."""
@@ -132,10 +149,11 @@ def run(args: argparse.Namespace) -> int:
     from agentrl.sandboxes.pool import default_concurrency
 
     check_kwargs(args.env, env_kwargs, "--env-kwargs")
+    check_num_tasks(args)
     model = args.model or ("" if args.oracle else "smollm2-135m-instruct")
     cfg = EvalConfig(env=args.env, env_kwargs=env_kwargs, out=args.out, split=args.split, samples=args.samples,
                      concurrency=args.concurrency or default_concurrency(), oracle=args.oracle, model=model,
-                     tasks_path=args.tasks, snapshots=args.snapshots, limit=args.limit, num_tasks=args.num_tasks,
+                     tasks_path=args.tasks, snapshots=args.snapshots, limit=args.limit, num_tasks=args.num_tasks or 20,
                      seed=args.task_seed, backend=args.backend, temperature=args.temperature,
                      transcripts=not args.no_transcripts, **episode_budget(args))
     urls = model.split(",") if model.startswith(("http://", "https://")) else []

@@ -24,7 +24,8 @@ RESULTS = ("checkpoints", "metrics.jsonl", "sft_metrics.jsonl", "trajectories.js
 
 def add_common(parser: argparse.ArgumentParser) -> None:
     """--env, --config and dotted overrides (shared with `agentrl sft`)."""
-    parser.add_argument("--env", default=None, help="registered env name (see 'agentrl envs') or module:Class; loads configs/<env>.yaml")
+    parser.add_argument("--env", default=None, help="registered env name (see 'agentrl envs') or module:Class; loads configs/<env>.yaml; "
+                             "required unless --config FILE sets env.name (or --resume): no env is assumed")
     parser.add_argument("--config", default=None, metavar="FILE", help="YAML config file (overrides the env preset)")
     parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="dotted overrides, e.g. trainer.lr=1e-6")
     parser.add_argument("--print-config", action="store_true", help="print the resolved config and exit")
@@ -48,11 +49,24 @@ def resolve(args: argparse.Namespace):
         cfg = resume_config(args.resume, args.overrides, env=args.env, config_file=args.config)
     else:
         cfg = load_config(args.env, args.config, args.overrides)
+        check_env_given(args, cfg)
     resolve_env(cfg.env.name)  # raises UnknownEnv with a suggestion and how to register one
     if args.print_config:
         print(config_header(args, cfg) + dump_config(cfg), end="")
         return None
     return cfg
+
+
+def check_env_given(args: argparse.Namespace, cfg) -> None:
+    """Refuse a fresh run that names no env (no --env, and neither --config FILE nor an env.name= override sets
+    env.name): it would train the default env with none of its preset, as `agentrl eval` refuses it too."""
+    if args.env is None and "name" not in cfg.env.model_fields_set:
+        from agentrl.errors import ConfigError
+
+        command = getattr(args, "command", None) or "train"
+        where = f"{args.config} does not set env.name" if args.config else "no --config file sets env.name"
+        raise ConfigError(f"no env given ({where}): pass --env NAME (see 'agentrl envs'), e.g. "
+                          f"agentrl {command} --env calc; no env is assumed")
 
 
 def config_header(args: argparse.Namespace, cfg) -> str:
