@@ -159,6 +159,19 @@ def test_train_preflight_stops_a_run_whose_env_cannot_run(tmp_path, capsys, argv
     assert not (tmp_path / "run").exists()
 
 
+def test_a_launcher_with_several_ranks_and_strategy_single_is_refused_before_any_work(tmp_path, capsys, monkeypatch):
+    """Guards `torchrun --nproc-per-node 2 -m agentrl train --env calc` (strategy single by default): two full copies
+    wrote metrics rows twice into one run folder and one crashed in its checkpoint. Each rank sees WORLD_SIZE=2 and
+    refuses in one line (exit 2) before a run folder or a model exists."""
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    run = tmp_path / "run"
+    for command in ("train", "sft"):
+        assert main([command, "--env", "test_cli_parity", *TINY_RUN, f"trainer.run_dir={run}"]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "WORLD_SIZE=2" in err and "trainer.strategy=fsdp" in err, err
+        assert not run.exists()
+
+
 def test_unknown_env_says_both_ways_to_make_it_known(capsys):
     assert main(["train", "--env", "my_env", "--print-config"]) == 2
     err = capsys.readouterr().err

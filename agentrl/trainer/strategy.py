@@ -253,6 +253,21 @@ def check_warm_start(cfg, *, resume, init_from) -> None:
                           "checkpoint with --init-from, or set sft.episodes=0")
 
 
+def check_single_launch() -> None:
+    """Refuse trainer.strategy=single in a process a launcher started as one of several ranks (WORLD_SIZE > 1): each
+    rank would run the whole run on its own, N copies writing into one run folder."""
+    import os
+
+    size = os.environ.get("WORLD_SIZE", "1")
+    if size.strip().isdigit() and int(size) > 1:
+        from agentrl.errors import ConfigError
+
+        raise ConfigError(f"WORLD_SIZE={size} (a launcher such as torchrun started {size} ranks) but "
+                          "trainer.strategy=single trains in one process: every rank would run the whole run into the "
+                          "same run folder; add trainer.strategy=fsdp to shard the run over the ranks, or run "
+                          "`agentrl train` without the launcher")
+
+
 ENTRY = "agentrl.trainer.loop:train"
 """What a rank actor of a Ray launch calls with the run config: it joins the group and follows rank 0."""
 
@@ -261,6 +276,7 @@ def build_strategy(cfg) -> Single:
     """trainer.strategy's strategy. For fsdp this joins the run's process group: torchrun's, the one this process
     leads when Ray is to start the other trainer.ranks − 1 ranks (agentrl.cluster.ray_ranks), or a group of one."""
     if cfg.trainer.strategy == "single":
+        check_single_launch()
         return Single()
     actors = None
     if cfg.trainer.ranks > 1 and not under_launcher():
