@@ -27,6 +27,8 @@ from typing import Any
 
 import torch
 
+from agentrl.errors import ConfigError
+
 _RECORD = "complete.json"
 
 
@@ -156,13 +158,25 @@ def load_checkpoint(ckpt: str | Path, *, optimizer=None, scheduler=None, restore
     if not is_complete(ckpt):
         raise FileNotFoundError(f"{ckpt} is not a complete agentrl checkpoint")
     trainer = torch.load(ckpt / "trainer.pt", weights_only=False, map_location="cpu")
-    if optimizer is not None and trainer["optimizer"] is not None:
+    if optimizer is not None:
+        if not isinstance(trainer, dict) or trainer.get("optimizer") is None:
+            raise ConfigError(_no_optimizer_state(ckpt))
         optimizer.load_state_dict(trainer["optimizer"])
     if scheduler is not None and trainer["scheduler"] is not None:
         scheduler.load_state_dict(trainer["scheduler"])
     if restore_rng:
         set_rng_state(torch.load(ckpt / "rng.pt", weights_only=False, map_location="cpu"))
     return json.loads((ckpt / "state.json").read_text())
+
+
+def _no_optimizer_state(ckpt: Path) -> str:
+    """Why a checkpoint's trainer.pt cannot restore an optimizer, and what to do instead."""
+    where = f"{ckpt / 'trainer.pt'} holds no optimizer state"
+    if (ckpt / "sharded").is_dir():
+        return (f"{where}: trainer.strategy=fsdp wrote it (the AdamW state is in its sharded/ folder); resume it with "
+                f"trainer.strategy=fsdp, or start a new run from its weights with --init-from {ckpt}")
+    return (f"{where}, so resuming would restart AdamW from zero; start a new run from its weights with "
+            f"--init-from {ckpt}")
 
 
 def model_dir(path: str | Path) -> Path:

@@ -111,3 +111,24 @@ def test_a_checkpoint_written_on_a_gpu_resumes_on_a_machine_without_one(tmp_path
         a, b = opt.state[p], opt2.state[q]
         assert b["exp_avg"].device == q.device
         torch.testing.assert_close(b["exp_avg_sq"], a["exp_avg_sq"], rtol=0, atol=0)
+
+
+def test_a_checkpoint_without_optimizer_state_is_refused_where_an_optimizer_is_expected(tmp_path):
+    """Guards a resume that silently restarted AdamW from zero: a trainer.pt without optimizer state (written without
+    an optimizer, or by trainer.strategy=fsdp, whose state is in sharded/) is refused in one line naming the file;
+    a load that expects no optimizer (fsdp's own) still reads it."""
+    import pytest
+
+    from agentrl.errors import ConfigError
+
+    model = load_model("tiny").train()
+    ckpt = save_checkpoint(tmp_path, 1, model=model, optimizer=None, state={"version": 1})
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    with pytest.raises(ConfigError) as e:
+        load_checkpoint(ckpt, optimizer=opt)
+    assert str(e.value).startswith(f"{ckpt / 'trainer.pt'} holds no optimizer state") and "--init-from" in str(e.value)
+    assert "\n" not in str(e.value) and not opt.state
+    (ckpt / "sharded").mkdir()
+    with pytest.raises(ConfigError, match="trainer.strategy=fsdp wrote it"):
+        load_checkpoint(ckpt, optimizer=opt)
+    assert load_checkpoint(ckpt, optimizer=None)["version"] == 1
