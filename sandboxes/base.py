@@ -248,12 +248,20 @@ def tar_names(data: bytes) -> list[str]:
 
 
 def untar_tree(data: bytes, dest: str | os.PathLike | None = None) -> dict[str, bytes]:
-    """Read a tar from a sandbox: regular files only, names checked; write them under `dest` when given."""
+    """Read a tar from a sandbox: regular files only, names checked; write them under `dest` when given.
+
+    An empty or unreadable tar is a SandboxError (our tar, run by our script, made it: the backend lost or cut the
+    stream), so a caller probes the backend instead of crashing on a tarfile error."""
     files: dict[str, bytes] = {}
-    with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tar:
-        for m in tar:
-            if m.isfile():
-                files[check_member(m.name)] = tar.extractfile(m).read()
+    if not data:
+        raise SandboxError("the sandbox sent an empty tar")
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tar:
+            for m in tar:
+                if m.isfile():
+                    files[check_member(m.name)] = tar.extractfile(m).read()
+    except (tarfile.TarError, EOFError) as e:
+        raise SandboxError(f"the sandbox sent a tar that cannot be read ({len(data)} bytes): {e}") from None
     if dest is not None:
         base = Path(dest).resolve()
         for name, content in files.items():
@@ -317,6 +325,8 @@ class FileOpsMixin:
                       max_total_bytes: int = 8 << 20) -> dict[str, bytes]:
         """The regular files under `path` (.git excluded) as {relative path: bytes}; also written to `dest` if given."""
         res = self._file_op("tar", path, limit=max_total_bytes)
+        if res.exit_code == 0 and not res.raw:  # a tar is never empty: the exec stream was lost, ask once more
+            res = self._file_op("tar", path, limit=max_total_bytes)
         if res.truncated:
             raise FileTooLarge(f"{path} holds more than max_total_bytes={max_total_bytes} of tar")
         if res.exit_code != 0:

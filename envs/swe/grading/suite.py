@@ -214,19 +214,68 @@ def _relay(judge: Dialogue, worker: _Worker, deadline: float, call_timeout: floa
         elif line.startswith(b"K ") and line[2:] == str(worker.gen).encode():
             worker.stop()  # the judge's call deadline passed: it has counted this worker lost
         elif line.startswith(b"R "):
-            return _report(json.loads(line[2:]))
+            return parse_report(line[2:])
         else:
             judge.abort()
             return SuiteJudgeRun({}, valid=False, reason="the judge wrote a line outside its protocol")
 
 
-def _report(report: dict) -> SuiteJudgeRun:
-    run = SuiteJudgeRun(report.get("cases", {}), valid=True, exit_code=int(report.get("exit_code", -1)),
-                        collection_errors=int(report.get("collection_errors", 0)),
-                        workers=int(report.get("workers", 0)), calls=int(report.get("calls", 0)),
-                        output=str(report.get("output", "")))
-    if report.get("refused"):
-        run.valid, run.refused = False, str(report["refused"])
+STATUSES = frozenset({"passed", "failed", "error", "skipped", "skipped_in_call", "xfailed"})
+MAX_CASES = 20_000  # test cases one report may hold
+MAX_NODEID = 2000  # characters of one node id
+MAX_CASE_TEXT = 64 << 10  # characters of one case's failure text
+MAX_OUTPUT = 8000  # characters of pytest's output tail
+
+
+class MalformedReport(ValueError):
+    """The judge's report is not what the protocol says: the run is invalid, never an exception of the grader."""
+
+
+def parse_report(raw: bytes) -> SuiteJudgeRun:
+    """The judge's report line (after `R `) as a run; a malformed, oversized, deep or ill-typed one is an invalid
+    run (reward 0) with the reason: the judge's sandbox is the repository's adversary's too, so its report is data."""
+    try:
+        return _report(raw)
+    except MalformedReport as e:
+        return SuiteJudgeRun({}, valid=False, reason=f"the judge's report is malformed: {e}")
+
+
+def _field(report: dict, key: str, kind: type, default, cap: int | None = None):
+    value = report.get(key, default)
+    if type(value) is not kind:  # exact: a bool is no int here
+        raise MalformedReport(f"{key} is a {type(value).__name__}, not a {kind.__name__}")
+    if kind is int and not -(1 << 31) < value < 1 << 31 or cap is not None and len(value) > cap:
+        raise MalformedReport(f"{key} is out of range")
+    return value
+
+
+def _report(raw: bytes) -> SuiteJudgeRun:
+    try:
+        report = wire.loads(raw)  # bounded: the line cap, JSON's own nesting limit
+    except wire.WireRefused as e:
+        raise MalformedReport(str(e)) from None
+    if type(report) is not dict:
+        raise MalformedReport("not an object")
+    unknown = set(report) - {"exit_code", "cases", "collection_errors", "refused", "workers", "calls", "lost",
+                             "output"}
+    if unknown:
+        raise MalformedReport(f"unknown fields {sorted(unknown)[:3]}")
+    cases = _field(report, "cases", dict, None)
+    if len(cases) > MAX_CASES:
+        raise MalformedReport(f"more than {MAX_CASES} cases")
+    for nodeid, case in cases.items():
+        if len(nodeid) > MAX_NODEID or type(case) is not dict or set(case) != {"status", "message", "text"} \
+                or case["status"] not in STATUSES or type(case["message"]) is not str \
+                or type(case["text"]) is not str or len(case["message"]) + len(case["text"]) > MAX_CASE_TEXT:
+            raise MalformedReport(f"a malformed case {nodeid[:80]!r}")
+    run = SuiteJudgeRun(cases, valid=True, exit_code=_field(report, "exit_code", int, None),
+                        collection_errors=_field(report, "collection_errors", int, 0),
+                        workers=_field(report, "workers", int, 0), calls=_field(report, "calls", int, 0),
+                        output=_field(report, "output", str, "", MAX_OUTPUT))
+    _field(report, "lost", int, 0)
+    refused = _field(report, "refused", str, "", MAX_OUTPUT)
+    if refused:
+        run.valid, run.refused = False, refused
         run.reason = f"the repo's code broke the grading protocol: {run.refused}"
     elif run.exit_code not in (0, 1) and not (run.exit_code in (2, 4) and run.collection_errors):
         run.valid, run.reason = False, f"pytest exited {run.exit_code} in the judge"

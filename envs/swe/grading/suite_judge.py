@@ -56,7 +56,6 @@ MAX_EXC_CLASSES = 256  # exception and warning classes one worker may name
 MAX_ITEMS = 10_000
 MAX_TEXT = 4000
 STD_VALUES = wire.STD_VALUES
-STD_MODULES = wire.STD_MODULES
 # Names of the judge's objects the worker may never read or write: what reaches the judge's code, globals, frames.
 DENIED = frozenset({
     "__globals__", "__code__", "__closure__", "__builtins__", "__dict__", "__class__", "__bases__", "__base__",
@@ -315,8 +314,8 @@ class Link:
 
     def warning_class(self, cls) -> type:
         if type(cls) is str:
-            base = getattr(builtins, cls, None)
-            if not (isinstance(base, type) and issubclass(base, Warning)):
+            base = wire.builtin_exception(cls, Warning)
+            if base is None:
                 raise _refuse(f"a warning that is not a builtin Warning: {cls[:40]!r}")
             return base
         got = self.decode(cls)
@@ -347,17 +346,12 @@ class Link:
                 return _from_std(v["std"], args)
             except (TypeError, ValueError, ArithmeticError, OverflowError):
                 raise _refuse(f"arguments that do not make a {v['std']}") from None
-        if set(v) != {"stdname"} or type(v["stdname"]) is not str or v["stdname"].count(":") != 1:
+        if set(v) != {"stdname"}:
             raise _refuse("a malformed stdlib name")
-        module, qualname = v["stdname"].split(":")
-        if module not in STD_MODULES or not all(p.isidentifier() and not p.startswith("_") for p in qualname.split(".")):
-            raise _refuse(f"a stdlib name the judge does not resolve: {v['stdname'][:60]!r}")
-        obj = importlib.import_module(module)
-        for part in qualname.split("."):
-            obj = getattr(obj, part, None)
-        if obj is None or isinstance(obj, NEVER):
-            raise _refuse(f"a stdlib name the judge does not resolve: {v['stdname'][:60]!r}")
-        return obj
+        try:  # an entry of the table, by its exact name: nothing is looked up by attribute
+            return wire.std_object(v["stdname"])
+        except wire.WireRefused as e:
+            raise _refuse(str(e)) from None
 
     def handle(self, v: dict):
         """The judge's own object coming back ({"jref"}), or a proxy of the worker's ({"wref", kind, name, exc})."""
@@ -383,8 +377,8 @@ class Link:
         if len(self.remotes) >= MAX_HANDLES:
             raise _refuse(f"more than {MAX_HANDLES} handles from one worker")
         if exc is not None:
-            base = getattr(builtins, exc, None) if type(exc) is str else None
-            if not (isinstance(base, type) and issubclass(base, Exception)) or not name.isidentifier():
+            base = wire.builtin_exception(exc, Exception)
+            if base is None or not name.isidentifier():
                 raise _refuse(f"an exception class based on {str(exc)[:40]!r}")
             if self.exc_classes >= MAX_EXC_CLASSES:
                 raise _refuse(f"more than {MAX_EXC_CLASSES} exception classes from one worker")
@@ -417,8 +411,8 @@ class Link:
         if type(msg) is not str:
             raise _refuse("an exception without its text")
         if type(cls) is str:
-            base = getattr(builtins, cls, None)
-            if not (isinstance(base, type) and issubclass(base, RAISABLE)) or issubclass(base, JudgeError):
+            base = wire.builtin_exception(cls)
+            if base is None or not issubclass(base, RAISABLE):
                 raise _refuse(f"an exception that is not a builtin Exception: {cls[:40]!r}")
             cls = stand_in(base)
         else:
@@ -465,7 +459,7 @@ class Link:
                 return {"std": name, "args": self.encode(wire.std_args(x), depth + 1)}
             except (TypeError, ValueError):
                 pass
-        std = _std_name(x)
+        std = wire.std_name(x)
         if std is not None:
             return {"stdname": std}
         if isinstance(x, NEVER):
@@ -536,10 +530,13 @@ class Link:
             return {"raise": self.raised(e)}
 
     def do(self, req: dict, sent: list):
-        op = req.get("op")
-        obj = self.decode(req.get("obj"))
-        if type(obj) is Remote or isinstance(obj, NEVER):
-            raise _refuse("a callback on something that is not a test's object")
+        """A callback: `obj` must be a handle this judge issued to this worker ({"jref": n}), never a name, a value
+        or anything the judge did not hand out; its arguments are decoded like any answer (values, table classes,
+        the worker's proxies, the judge's own handles)."""
+        op, ref = req.get("op"), req.get("obj")
+        if type(ref) is not dict or set(ref) != {"jref"} or type(ref["jref"]) is not int or ref["jref"] not in self.own:
+            raise _refuse("a callback on something the judge never handed out")
+        obj = self.own[ref["jref"]]
         if op in ("getattr", "setattr", "delattr"):
             name = req.get("name")
             if type(name) is not str or name in DENIED or name.startswith("_agentrl"):
@@ -896,7 +893,7 @@ def canonical(x, link: Link, depth: int = 0):
         return {_freeze(canonical(k, link, depth + 1)): canonical(v, link, depth + 1) for k, v in x.items()}
     if isinstance(x, type) and vars(x).get("_agentrl_link") is link:
         return ("<ref>", vars(x)["_agentrl_ref"])
-    std = _std_name(x)
+    std = wire.std_name(x)
     if std is not None:
         return ("<stdname>", std)
     name = f"{t.__module__}.{t.__qualname__}"
@@ -1150,19 +1147,6 @@ def _text_of(e: BaseException) -> str:
 
 
 # ---------------------------------------------------------------------------------------------------- stdlib values
-def _std_name(x) -> str | None:
-    """`module:qualname` of a class or function of the modules in STD_MODULES, else None."""
-    if not (isinstance(x, type) or callable(x)):
-        return None
-    module, qualname = getattr(x, "__module__", None), getattr(x, "__qualname__", None)
-    if type(module) is not str or module not in STD_MODULES or type(qualname) is not str:
-        return None
-    obj = sys.modules.get(module)
-    for part in qualname.split("."):
-        obj = getattr(obj, part, None)
-    return f"{module}:{qualname}" if obj is x else None
-
-
 def _from_std(name: str, args):
     import datetime
     import decimal

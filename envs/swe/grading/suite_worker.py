@@ -276,22 +276,6 @@ def judge_exception(body: dict) -> BaseException:
 
 
 # ---------------------------------------------------------------------------------------------------- values
-def std_name(x):
-    """`module.qualname` of a class or function of the standard library (or builtins), else None."""
-    module = getattr(x, "__module__", None)
-    qualname = getattr(x, "__qualname__", None)
-    if type(module) is not str or type(qualname) is not str or module not in wire.STD_MODULES \
-            or any(part.startswith("_") for part in qualname.split(".")):
-        return None
-    try:
-        obj = importlib.import_module(module)
-        for part in qualname.split("."):
-            obj = getattr(obj, part)
-    except Exception:
-        return None
-    return f"{module}:{qualname}" if obj is x else None
-
-
 def enc(x, depth: int = 0, by_value: bool = False):
     """A value for the judge: exact immutable builtins (and tuples of values) by value, stdlib values (dates,
     decimals, paths) by their constructor's arguments, the judge's own objects as its handles, anything else (a
@@ -318,10 +302,9 @@ def enc(x, depth: int = 0, by_value: bool = False):
             return {"std": name, "args": enc(wire.std_args(x))}
         except Exception:  # noqa: BLE001 - one that does not encode (a date with another tzinfo): a handle
             pass
-    if isinstance(x, type) or callable(x):
-        std = std_name(x)
-        if std is not None:
-            return {"stdname": std}
+    std = wire.std_name(x)
+    if std is not None:
+        return {"stdname": std}
     return ref(x)
 
 
@@ -374,11 +357,7 @@ def dec(v):
         if "wref" in v:
             return OWN[v["wref"]]
         if "stdname" in v:
-            module, qualname = v["stdname"].split(":")
-            obj = importlib.import_module(module)
-            for part in qualname.split("."):
-                obj = getattr(obj, part)
-            return obj
+            return wire.std_object(v["stdname"])
         if "std" in v:
             return _from_std(v["std"], dec(v["args"]))
         (tag, body), = v.items()
@@ -410,7 +389,7 @@ def canon(x, depth: int = 0, seen=None):
         if isinstance(x, base) and not isinstance(x, type):
             return plain(x)
     if isinstance(x, type) or callable(x) or isinstance(x, type(sys)):
-        std = std_name(x)
+        std = wire.std_name(x)
         return ("<stdname>", std) if std is not None else ("<ref>", ref(x)["wref"])
     if id(x) in seen:
         return "<cycle>"

@@ -1,11 +1,11 @@
 """The grading wire: values as tagged JSON, decoded in bounded time and memory, whatever the peer sends.
 
-The judge (judge.py, on the host) reads this from the repo's worker, and the pristine judge (pristine.py) reads it
-from its worker inside a sandbox, where this file is pasted in front of its script: so it imports only the
-standard library. A value is `null`, `true`/`false`, a JSON string, or one of
+The judge (judge.py, on the host) reads this from the repo's worker (worker.py), and the suite judge (suite_judge.py,
+in a sandbox of its own) from its worker (suite_worker.py); suite.py pastes this file into those two sandbox
+scripts, so it imports only the standard library. A value is `null`, `true`/`false`, a JSON string, or one of
     {"int": digits}  {"float": repr}  {"bytes": hex}  {"list" | "tuple" | "set" | "frozenset": [values]}
     {"dict": [[key, value], ...]}  and handles ({"ref"}, {"jref"}, {"wref"}: the caller decodes them, `handle`)
-    and the caller's own extensions ({"std"}, {"stdname"}: `special`).
+    and the caller's own extensions ({"std"}, {"stdname"}: `special`; a stdname resolves only through STD_TABLE).
 The peer is hostile, so decoding is bounded: the line length, the nesting depth, the number of values, the digits
 of an int, and the time (a `check` callback, called every few thousand values, raises when a deadline passed).
 Sets and dicts are built only from exact hashable values (checked with `type(x) is ...`), and never from many
@@ -25,11 +25,33 @@ MAX_COLLISIONS = 8  # set members or dict keys of one value that share one hash
 CHECK_EVERY = 4096  # values decoded between two calls of the time check
 HANDLE_KEYS = ("ref", "jref", "wref")
 SPECIAL_KEYS = ("std", "stdname", "exc")
-# Standard library modules whose classes and functions travel by name (`{"stdname": "module:qualname"}`), so the
-# package's identity checks (`type is int`, `cls is datetime.date`) hold on both sides; other objects are handles.
-STD_MODULES = frozenset({"builtins", "datetime", "decimal", "fractions", "pathlib", "collections", "enum", "re",
-                         "string", "math", "functools", "itertools", "operator", "typing", "uuid", "textwrap",
-                         "unicodedata", "numbers", "abc", "posixpath", "copy", "json", "io", "locale"})
+# The standard library's classes that travel by name (`{"stdname": "module:name"}`), so the package's identity checks
+# (`type(x) is int`, `cls is datetime.date`) hold on both sides. The only names there are: each is looked up as the
+# module-level attribute of exactly that name (no dotted walk, no `__module__`/`__qualname__` read off an object)
+# and an object crosses by name only when it IS that table entry (identity). Every entry is a class whose call makes
+# a value, or an exception or abstract class that is only tested against; no function, metaclass, descriptor or
+# attribute-walking helper (operator.attrgetter, string.Formatter) is here. Anything else is a handle.
+STD_CLASSES = {
+    "builtins": ("bool", "int", "float", "complex", "str", "bytes", "bytearray", "list", "tuple", "dict", "set",
+                 "frozenset", "slice", "range", "object"),
+    "datetime": ("date", "datetime", "time", "timedelta", "timezone", "tzinfo"),
+    "decimal": ("Decimal", "DecimalException", "InvalidOperation", "DivisionByZero", "Inexact", "Rounded",
+                "Overflow", "Underflow", "Subnormal", "Clamped", "FloatOperation"),
+    "fractions": ("Fraction",),
+    "numbers": ("Number", "Complex", "Real", "Rational", "Integral"),
+    "pathlib": ("Path", "PosixPath", "PurePath", "PurePosixPath"),
+    "collections": ("OrderedDict", "defaultdict", "Counter", "deque", "ChainMap", "UserDict", "UserList",
+                    "UserString"),
+    "collections.abc": ("Hashable", "Iterable", "Iterator", "Reversible", "Generator", "Sized", "Container",
+                        "Callable", "Collection", "Set", "MutableSet", "Mapping", "MutableMapping", "Sequence",
+                        "MutableSequence", "MappingView", "KeysView", "ItemsView", "ValuesView"),
+    "enum": ("Enum", "IntEnum", "Flag", "IntFlag", "StrEnum"),
+    "re": ("Pattern", "Match", "error"),
+    "uuid": ("UUID",),
+    "io": ("StringIO", "BytesIO"),
+    "json": ("JSONDecodeError",),
+    "abc": ("ABC",),
+}
 # Standard library values that travel by constructor arguments (`{"std": name, "args": std_args(x)}`).
 STD_VALUES = ("builtins.slice", "builtins.range", "datetime.date", "datetime.datetime", "datetime.time",
               "datetime.timedelta", "decimal.Decimal", "fractions.Fraction", "pathlib.PosixPath",
@@ -146,6 +168,49 @@ class Decoder:
                 raise WireRefused("a malformed dict")
             return build_dict([(self.value(k, depth + 1), self.value(w, depth + 1)) for k, w in body])
         raise WireRefused(f"an unknown tag {str(tag)[:40]!r}")
+
+
+def _std_table() -> dict:
+    """{"module:name": the class} for every STD_CLASSES entry this Python has, plus the builtin exception and
+    warning classes (what `raise` and `warnings` name); built once, by exact module-level lookup."""
+    import builtins
+    import importlib
+
+    table = {}
+    for module, names in STD_CLASSES.items():
+        mod = importlib.import_module(module)
+        for name in names:
+            obj = mod.__dict__.get(name)
+            if isinstance(obj, type) and obj.__name__ == name:
+                table[f"{module}:{name}"] = obj
+    for name, obj in vars(builtins).items():
+        if isinstance(obj, type) and issubclass(obj, BaseException) and obj.__name__ == name:  # not IOError
+            table[f"builtins:{name}"] = obj
+    return table
+
+
+STD_TABLE = _std_table()
+_STD_BY_ID = {id(obj): name for name, obj in STD_TABLE.items()}
+
+
+def std_name(x) -> str | None:
+    """The table name of `x` when `x` is itself a STD_TABLE entry (by identity), else None."""
+    name = _STD_BY_ID.get(id(x))
+    return name if name is not None and STD_TABLE[name] is x else None
+
+
+def std_object(name) -> type:
+    """The STD_TABLE entry called `name`; WireRefused for any other name (nothing else is ever looked up)."""
+    obj = STD_TABLE.get(name) if type(name) is str else None
+    if obj is None:
+        raise WireRefused(f"a stdlib name outside the table: {str(name)[:60]!r}")
+    return obj
+
+
+def builtin_exception(name, base: type = BaseException) -> type | None:
+    """The builtin exception (or warning) class called `name` that derives from `base`, else None."""
+    obj = STD_TABLE.get(f"builtins:{name}") if type(name) is str else None
+    return obj if isinstance(obj, type) and issubclass(obj, base) else None
 
 
 def std_args(x):

@@ -217,6 +217,20 @@ def _attack(sandboxes, code: str, ids=None):
     return run(sandboxes, PACKAGE + "\n" + code, ids=ids or IDS[:1])
 
 
+# Code that, run in the judge, writes (on its protocol stream, fd 4: fds 3 and 4 are its dups of stdin and stdout) a
+# verdict of "passed" for the first test and ends the judge cleanly.
+FORGED_LINE = b"R " + json.dumps({"exit_code": 0, "cases": {IDS[0]: {"status": "passed", "message": "", "text": ""}},
+                                  "collection_errors": 0, "refused": "", "workers": 1, "calls": 1}).encode() + b"\n"
+FORGE = f"import os\nos.write(PROTO_OUT, {FORGED_LINE!r})\nos._exit(0)\n"
+
+
+def _callback(obj, args) -> str:
+    """Package code that, at import and again in shout(), sends the judge a call-back request on `obj`."""
+    req = {"op": "call", "obj": obj, "args": args}
+    return (f"import __main__\n_REQ = {req!r}\ntry:\n    __main__.ask(_REQ)\nexcept BaseException:\n    pass\n"
+            "def shout(word):\n    __main__.ask(_REQ)\n    return 'wrong'\n")
+
+
 EQUAL_STR = ('class S(str):\n    def __eq__(self, other):\n        return True\n    __hash__ = str.__hash__\n'
              'def shout(word):\n    return S("wrong")\n')
 # name -> code appended to the package; each makes shout() wrong and tries to have test_values pass anyway
@@ -246,6 +260,19 @@ ATTACKS = {
     "hash_flood_answer": ("import __main__\n_flood = {'set': [{'int': str(k * (2 ** 61 - 1))} for k in range(150000)]}\n"
                           "_real = __main__.enc\n__main__.enc = lambda x, depth=0, by_value=False: _flood\n"),
     "unprintable_exception": 'def shout(word):\n    raise UnicodeEncodeError("ascii", "x", -5, -4, "r")\n',
+    **{f"callback_{k}": v for k, v in {  # issue #53: the worker names something for the judge to call or resolve
+        "exec_by_stdname": _callback({"stdname": "builtins:exec"}, [FORGE]),
+        "eval_by_stdname": _callback({"stdname": "builtins:eval"}, [f"exec({FORGE!r})"]),
+        "os_write_by_stdname_walk": _callback({"stdname": "pathlib:os.write"},
+                                              [{"int": "4"}, {"bytes": FORGED_LINE.hex()}]),
+        "execv_by_stdname_walk": _callback({"stdname": "pathlib:os.execv"}, ["/bin/true", {"list": ["/bin/true"]}]),
+        "argv_read_by_stdname_walk": _callback({"stdname": "typing:sys.argv"}, []),
+        "open_by_stdname": _callback({"stdname": "builtins:open"}, ["tests/test_mini.py"]),
+        "a_table_class_called_back": _callback({"stdname": "builtins:object"}, []),
+        "a_handle_never_issued": _callback({"jref": 424242}, [FORGE]),
+        "a_plain_value_called_back": _callback("exec", [FORGE]),
+        "exec_as_an_answer": "import __main__\n__main__.enc = lambda x, depth=0, by_value=False: {'stdname': 'builtins:exec'}\n",
+    }.items()},
 }
 
 
@@ -257,6 +284,8 @@ def test_the_repository_cannot_write_its_verdict(sandboxes, attack):
         status = r.cases.get(IDS[0], {}).get("status", "missing")
         assert status in ("failed", "error") or status == "missing" and r.collection_errors, (attack, r.cases)
     assert json.dumps(r.cases)  # whatever happened, the report is plain data
+    if attack.startswith("callback_"):  # naming what the judge never handed out refuses the run, whatever it named
+        assert not r.valid and ("never handed out" in r.refused or "outside the table" in r.refused), (attack, r)
 
 
 COUNTED = '''import mini
