@@ -11,8 +11,8 @@ setup:  ## create .venv, install torch (CPU) + agentrl[dev] + the default model,
 demo: setup  ## base model → warm start → GRPO on swe_lite level 0, then a before/after table (CPU, ~15 min)
 	$(PY) scripts/demo_swe.py
 
-test: setup  ## the full suite, slow end-to-end tests included (what CI runs)
-	$(PY) -m pytest -q
+test: setup  ## the full suite, slow end-to-end tests included (what CI runs); ends with the 30 slowest tests
+	$(PY) -m pytest -q --durations=30
 
 test-fast: setup  ## skip the slow end-to-end tests
 	$(PY) -m pytest -q -m "not slow"
