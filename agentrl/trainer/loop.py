@@ -100,6 +100,7 @@ class Run:
     optimizer: torch.optim.Optimizer
     scheduler: Any
     ref_model: Any  # π_ref (None without a KL term)
+    reference: str  # where π_ref comes from, recorded in every checkpoint (reference_source)
     ucfg: Any  # the update's config (update.update_config_from)
     monitor: Monitor
     guard: MaskedEpisodeGuard
@@ -236,6 +237,7 @@ def setup(cfg: Config, *, resume: str | None, init_from: str | None, console, st
     return Run(
         cfg=cfg, run_dir=run_dir, model=policy.model, tokenizer=load_tokenizer(source), optimizer=policy.optimizer,
         scheduler=policy.scheduler, ucfg=update_config_from(cfg), ref_model=policy.ref_model,
+        reference=policy.reference,
         precision=(compute_precision(cfg), engine_precision(cfg)),
         monitor=Monitor(run_dir, total_steps=t.steps, tensorboard=t.tensorboard, console=console,
                         purge_step=state["step"] + 1 if ckpt else None),
@@ -261,13 +263,33 @@ def load_policy(cfg: Config, source, ckpt: Path | None, strategy: Single) -> Pol
     optimizer = prepare_policy(model, t, shard=lambda m: strategy.shard(m, compute))
     warmup = max(t.warmup_steps, 1)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup))
-    ref_model = None
+    ref_model, reference = None, reference_source(source, ckpt)
     if cfg.algo.kl_coef:
-        ref_model = strategy.shard(load_model(source, dtype=cfg.model.dtype, device=device), compute)
+        ref_model = strategy.shard(load_model(reference, dtype=cfg.model.dtype, device=device), compute)
     # last: a checkpoint restores the RNG state, which loading models may consume
     state = strategy.load(ckpt, model=model, optimizer=optimizer, scheduler=scheduler) if ckpt else {"step": 0,
                                                                                                       "version": 0}
-    return Policy(model=model, optimizer=optimizer, scheduler=scheduler, ref_model=ref_model, state=state)
+    return Policy(model=model, optimizer=optimizer, scheduler=scheduler, ref_model=ref_model, state=state,
+                  reference=reference)
+
+
+def reference_source(source, ckpt: Path | None) -> str:
+    """Where π_ref (the KL term's anchor) loads from: the weights a fresh run starts from (model.name, or the
+    --init-from model directory; before any expert warm start), as an absolute path where it is one; for a resumed
+    run, what its checkpoint recorded (state.json "reference"), so the resumed steps anchor to the same weights as
+    an uninterrupted run, not to the checkpoint's. A checkpoint written before the record existed anchors to its
+    own weights, as it did then."""
+    if ckpt is None:
+        path = Path(source)
+        return str(path.resolve()) if path.exists() else str(source)
+    recorded = json.loads((ckpt / "state.json").read_text()).get("reference")
+    if recorded is None:
+        return str(source)
+    if Path(recorded).is_absolute() and not Path(recorded).exists():
+        raise ConfigError(f"π_ref (the KL anchor) of this run loads from {recorded}, as {ckpt / 'state.json'} "
+                          "records, and it is not there any more: put it back, or start a new run from the checkpoint "
+                          f"with --init-from {ckpt}")
+    return recorded
 
 
 async def start(run: Run, *, init_from: str | None) -> None:
@@ -413,10 +435,12 @@ def _record(run: Run, step: int, batch: StepBatch) -> None:
 
 
 def checkpoint(run: Run, step: int) -> Path:
-    """Write checkpoint `step` (model, tokenizer, optimizer, scheduler, policy version, task seed)."""
+    """Write checkpoint `step` (model, tokenizer, optimizer, scheduler, policy version, task seed, where π_ref
+    comes from)."""
     return run.strategy.save(
         run.run_dir, step, model=run.model, tokenizer=run.tokenizer, optimizer=run.optimizer,
         scheduler=run.scheduler, state={"version": run.version, "task_seed": run.cfg.rollout.seed,
+                                        "reference": run.reference,
                                         "precision": {"compute": run.precision[0].name, "engine": run.precision[1].name}},
         keep=run.cfg.trainer.keep_checkpoints,
     )

@@ -46,6 +46,7 @@ class Policy:
     scheduler: Any
     ref_model: Any  # π_ref (None without a KL term)
     state: dict[str, Any]  # the checkpoint's state.json ({"step": 0, "version": 0} for a fresh run)
+    reference: str = ""  # where π_ref loads from (loop.reference_source), recorded in every checkpoint
 
 
 def shard_policy(model, world: World, *, compute_dtype: str):

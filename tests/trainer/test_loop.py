@@ -285,12 +285,15 @@ def test_the_masked_share_is_judged_over_the_window():
     MaskedEpisodeGuard(1.0, 1, last_step=0).observe(0, episodes(5, 0))  # 1 never aborts
 
 
-def test_resume_continues_exactly(tmp_path):
+@pytest.mark.parametrize("kl_coef", [0.0, 0.5], ids=["no_kl", "kl"])
+def test_resume_continues_exactly(tmp_path, kl_coef):
     """Guards resume exactness: after resuming from step 1, step 2 must sample the same tasks and the same
     tokens as the uninterrupted run, and end with the same weights. One request per engine batch: CPU kernels
     are not batch-invariant, and the tiny model's near-flat distribution turns that noise into ~1e-3 flipped
-    samples whenever the two runs happen to batch requests differently (a timing accident, not resume)."""
-    exact = ("trainer.steps=2", "trainer.checkpoint_every=1", "rollout.max_batch_size=1")
+    samples whenever the two runs happen to batch requests differently (a timing accident, not resume).
+    With a KL term, π_ref must be the weights the run started from, not the resumed checkpoint's (the resumed
+    step reported ref_kl 0 and the weights ended 1.7e-3 apart)."""
+    exact = ("trainer.steps=2", "trainer.checkpoint_every=1", "rollout.max_batch_size=1", f"algo.kl_coef={kl_coef}")
     full = train(_cfg(tmp_path / "a", "test_parity", *exact))
     steps = [json.loads(x) for x in (full.run_dir / "trajectories.jsonl").read_text().splitlines()]
     ckpts = list_checkpoints(full.run_dir)
@@ -323,10 +326,38 @@ def test_resume_continues_exactly(tmp_path):
     assert samples(resumed, 2) == samples(steps, 2)
     state = json.loads((resumed_dir / "checkpoints" / "step_000002" / "state.json").read_text())
     assert state["step"] == 2 and state["version"] == 2
+    if kl_coef:
+        rows = [[json.loads(x) for x in (d / "metrics.jsonl").read_text().splitlines()] for d in (full.run_dir,
+                                                                                                   resumed_dir)]
+        assert rows[1][1]["actor/ref_kl"] > 0
+        assert rows[1][1]["actor/ref_kl"] == pytest.approx(rows[0][1]["actor/ref_kl"], rel=1e-4, abs=1e-9)
     a = load_model(full.run_dir / "checkpoints" / "step_000002" / "model").state_dict()
     b = load_model(resumed_dir / "checkpoints" / "step_000002" / "model").state_dict()
     for name in a:
         torch.testing.assert_close(a[name], b[name], atol=1e-6, rtol=0, msg=name)
+    assert state["reference"] == "tiny"  # π_ref: the model the run started from, recorded for the next resume
+
+
+def test_pi_ref_comes_from_the_runs_start_and_a_recorded_one_that_is_gone_is_refused(tmp_path):
+    """π_ref's source (loop.reference_source): a fresh run's model, as an absolute path where it is a folder (the
+    run may be resumed from another working directory); what a checkpoint recorded on resume; one line when the
+    recorded folder is gone; a checkpoint without a record anchors to its own weights, as before it existed."""
+    from agentrl.errors import ConfigError
+    from agentrl.trainer.loop import reference_source
+
+    start = tmp_path / "sft" / "model"
+    start.mkdir(parents=True)
+    assert reference_source("tiny", None) == "tiny"
+    assert reference_source(start, None) == str(start.resolve())
+    ckpt = tmp_path / "step_000001"
+    ckpt.mkdir()
+    (ckpt / "state.json").write_text(json.dumps({"step": 1, "reference": str(start)}))
+    assert reference_source(ckpt / "model", ckpt) == str(start)
+    start.rmdir()
+    with pytest.raises(ConfigError, match=f"loads from {start}, as .*state.json records, and it is not there"):
+        reference_source(ckpt / "model", ckpt)
+    (ckpt / "state.json").write_text(json.dumps({"step": 1}))
+    assert reference_source(ckpt / "model", ckpt) == str(ckpt / "model")
 
 
 def test_training_through_sglang_client_syncs_weights_via_disk(tmp_path):
