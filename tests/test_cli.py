@@ -115,6 +115,37 @@ def test_bare_resume_continues_the_run_with_its_own_config(tmp_path, capsys):
     assert (run / "config.yaml").read_text() == saved
 
 
+def test_a_stop_during_step_1_resumes_without_redoing_the_warm_start(tmp_path, capsys, monkeypatch):
+    """Guards Ctrl-C during step 1 after the expert warm start saying "nothing to resume" (the swe_lite preset lost
+    its 12-min warm start): the warm start is checkpointed as step 0, the stop names --resume, and the resume
+    trains step 1 from the warm-started weights without running the warm start again."""
+    import agentrl.trainer.loop as loop
+    import agentrl.trainer.sft as sft
+
+    async def stop(run, step):
+        raise KeyboardInterrupt
+
+    run = tmp_path / "run"
+    monkeypatch.setattr(loop, "train_step", stop)
+    argv = ["train", "--env", "test_cli_parity", *TINY_RUN, "trainer.steps=1", "sft.episodes=2", f"trainer.run_dir={run}"]
+    assert main(argv) == 130
+    err = capsys.readouterr().err
+    assert f"continue from its last checkpoint with: agentrl train --resume {run}" in err, err
+    assert [p.name for p in (run / "checkpoints").iterdir()] == ["step_000000"]
+    warm = (run / "sft_metrics.jsonl").read_text()
+
+    monkeypatch.undo()
+
+    async def no_warm_start(*args, **kwargs):
+        raise AssertionError("the warm start ran again on resume")
+
+    monkeypatch.setattr(sft, "run_sft", no_warm_start)
+    assert main(["train", "--resume", str(run)]) == 0
+    assert sorted(p.name for p in (run / "checkpoints").iterdir()) == ["step_000000", "step_000001"]
+    assert [json.loads(x)["step"] for x in (run / "metrics.jsonl").read_text().splitlines()] == [1]
+    assert (run / "sft_metrics.jsonl").read_text() == warm
+
+
 def test_a_time_budget_stops_train_with_a_resume_line_and_resume_finishes(tmp_path, capsys):
     """The README's `trainer.max_train_s` flow as typed: the run stops early (exit 0) at a checkpoint, says how to
     continue, and `--resume RUN trainer.max_train_s=null` trains the remaining step."""

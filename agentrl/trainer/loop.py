@@ -293,7 +293,8 @@ def reference_source(source, ckpt: Path | None) -> str:
 
 
 async def start(run: Run, *, init_from: str | None) -> None:
-    """Envs, the supervised warm start (fresh runs), the engine, the episode backend and the pipeline."""
+    """Envs, the supervised warm start (fresh runs; checkpointed as step 0), the engine, the episode backend and
+    the pipeline."""
     from agentrl.trainer.sft import run_sft
 
     cfg, monitor = run.cfg, run.monitor
@@ -303,7 +304,12 @@ async def start(run: Run, *, init_from: str | None) -> None:
         monitor.console.print(note)
     env_factory, run.close_envs = build_env_factory(cfg)  # one warm SandboxPool for the run where envs take pool=
     if cfg.sft.episodes and not run.checkpoint and not init_from:
-        await run_sft(cfg, run.model, run.tokenizer, env_factory, monitor)
+        # checkpointed at once (step 0), so a stop during step 1 resumes without redoing the warm start; `agentrl
+        # sft` (no steps) writes the same checkpoint at its end
+        if await run_sft(cfg, run.model, run.tokenizer, env_factory, monitor) and cfg.trainer.steps > 0:
+            run.checkpoint = checkpoint(run, 0)
+            monitor.console.print(f"warm start checkpointed: {run.checkpoint} (a stop from here on resumes with "
+                                  f"--resume {run.run_dir})")
     run.engine = build_engine(cfg, run.strategy.engine_model(cfg, run.model, run.source), run.tokenizer)
     run.backend = await build_backend(cfg, env_factory, run.engine, run.tokenizer)  # this process, or Ray workers
     if cfg.cluster.backend == "ray":
