@@ -16,7 +16,7 @@ methods and attributes of `AgentEnv` (each says who reads it), and these `info` 
 | ``format_error`` (bool) | step | the loop: the action could not be parsed; ``rollout.max_format_errors`` in a row end the episode as ``format_errors`` (the loop owns that budget, the env only flags the error) |
 | ``termination`` (str) | step | the loop: the `TerminationReason` of a terminated/truncated step (default: done / max_turns) |
 | ``reward`` (float) | end_episode | the loop: replaces the episode's reward |
-| ``resolved`` (bool) | final | `agentrl eval`: the env graded the episode and this is its verdict (without it: reward ≥ 1); its presence marks the episode graded, so the hook's `record_fields` are filled |
+| ``resolved`` (bool) | final | `agentrl eval`: the env graded the episode and this is its verdict (without it: reward ≥ 1); its presence marks the episode graded, so the hook's `record_fields` are filled. The trainer: task success (with ``success`` or ``correct``, agentrl.algo.signal; without any of them success is the reward), for rollout.dynamic_sampling_on=success and the mixed-success metrics |
 | ``exit_reason`` (str) | final | `agentrl eval`: how the env says the episode ended (default: the termination) |
 | ``timings`` (dict of seconds) | final | `agentrl eval`: merged into the record's timings (``grade_s`` explains an over-budget record) |
 | ``error`` (str) | final | `agentrl eval`: the record's error text |
@@ -218,6 +218,12 @@ class AgentEnv(gymnasium.Env[list, str]):
     async def astep(self, action: str) -> tuple[list[Message], float, bool, bool, dict[str, Any]]:
         """Async step; by default runs `step` in a worker thread."""
         return await asyncio.to_thread(self.step, action)
+
+    def task_for_seed(self, seed: int) -> str | None:
+        """The task_id that `reset(seed=seed)` would pick, without starting anything; None (the default) when the
+        env cannot tell. The trainer's task sampler reads it to keep the warm start's tasks out of RL
+        (rollout.exclude_warm_start_episodes)."""
+        return None
 
     def expert_action(self) -> str | None:
         """The action a competent agent takes in the current state (for the supervised warm start).

@@ -95,8 +95,23 @@ class RolloutConfig(_Section):
     """Hard bound: groups whose oldest token is more versions behind are dropped at consumption (counted)."""
     dynamic_sampling: bool = True
     """DAPO dynamic sampling: drop groups whose rewards have zero std, resample to fill the batch."""
+    dynamic_sampling_on: Literal["reward", "success"] = "reward"
+    """What dynamic sampling's zero-variance test looks at: the shaped reward the advantages use (reward, DAPO's
+    verl/slime form), or task success (success: reward_info's success/resolved/correct flag, agentrl.algo.signal),
+    which drops groups whose only variance is format or partial-credit noise. An env that reports no success
+    flag falls back to its reward, so `success` then equals `reward`."""
     max_resample_rounds: int = Field(2, ge=0)
     """Extra rounds of sampling allowed per step to fill the batch under dynamic sampling."""
+    replay_fraction: float = Field(0.0, ge=0.0, lt=1.0)
+    """Share of a step's slots that replay a task whose last group had mixed success (agentrl.trainer.task_sampler);
+    the rest (at least one slot in B, since it must stay below 1), and every slot when no such task waits, are
+    drawn uniformly, so the run cannot overfit a few tasks. 0 draws every task uniformly."""
+    replay_limit: int = Field(2, ge=1)
+    """Times one task may be replayed over the run, so a few tasks cannot take over the batch."""
+    exclude_warm_start_episodes: int = Field(0, ge=0)
+    """Keep the tasks of the warm start's first N expert episodes (warm_start_seed(seed, i), i < N; the warm
+    start's sft.episodes) out of the RL pool: a draw that lands on one is redrawn. Needs an env that names a
+    seed's task without running it (AgentEnv.task_for_seed). 0 keeps them in."""
     seed: int = 0
     """Base seed of task sampling and episode seeds."""
 

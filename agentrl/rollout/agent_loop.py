@@ -71,6 +71,9 @@ class LoopConfig:
     grade_at_budget: bool = False
     """When the loop's own budget ends an episode, ask the env to grade what stands (evaluation). Training
     leaves it False: such an episode keeps the rewards it earned."""
+    sampling_salt: int = 0
+    """Mixed into every member's sampling seed when > 0 (member_sampling_seed): a replayed task's group
+    (agentrl.trainer.task_sampler) samples afresh instead of repeating the random draws of its earlier group."""
 
     @classmethod
     def from_rollout(cls, r: RolloutConfig, **changes: Any) -> LoopConfig:

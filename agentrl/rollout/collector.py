@@ -46,13 +46,13 @@ async def run_member(env_factory: EnvFactory, engine: Engine | None, renderer: A
                      semaphore: asyncio.Semaphore | None = None) -> Trajectory:
     """One episode of a group (with retries); an env that cannot be built ends as env_error.
 
-    Member m's attempt a samples with member_sampling_seed(seed, m, a). Each attempt builds a fresh env and
+    Member m's attempt a samples with member_sampling_seed(seed, m, a, cfg.sampling_salt). Each attempt builds a fresh env and
     closes it afterwards; `semaphore` (if any) bounds the episodes running at once. Both backends and
     evaluation (sample m of a task is member m) run every episode through here: the local backend in this
     process, the Ray one inside a rollout worker. `policy`: run_episode's (an oracle's ScriptedPolicy).
     """
     for attempt in range(max_retries + 1):
-        sampling_seed = member_sampling_seed(seed, member, attempt)
+        sampling_seed = member_sampling_seed(seed, member, attempt, cfg.sampling_salt)
         async with semaphore or contextlib.nullcontext():
             try:
                 env = await asyncio.to_thread(_make_env, env_factory)

@@ -4,7 +4,8 @@
                    warm_start_seed(rollout.seed, i)                the expert warm start's i-th task
                    heldout_seed(rollout.seed, i)                   held-out evaluation's i-th task (agentrl eval)
                    name_seed(task id)                              a task named by id (swe_lite's instance ids)
-    sampling seed  member_sampling_seed(task seed, member, attempt)  member m of a group (an eval's sample m)
+    sampling seed  member_sampling_seed(task seed, member, attempt[, salt])  member m of a group (an eval's
+                   sample m); a replayed task's group adds its replay count as salt
     turn seed      turn_seed(sampling seed, turn)                  the engine's seed for one turn
 
 The three task namespaces (training steps ≥ 0, warm start −1, held-out −2) never overlap, so no held-out task
@@ -49,10 +50,15 @@ def name_seed(name: str) -> int:
     return _hash31(f"task/{name}")
 
 
-def member_sampling_seed(seed: int | None, member: int, attempt: int) -> int | None:
+def member_sampling_seed(seed: int | None, member: int, attempt: int, salt: int = 0) -> int | None:
     """The sampling seed of attempt `attempt` of group member `member` on task `seed` (None without a task
-    seed): members differ, and a rerun of the same task seed (on any worker) reproduces the same samples."""
-    return None if seed is None else (seed * 65_537 + member * 257 + attempt) & 0x7FFFFFFF
+    seed): members differ, and a rerun of the same task seed (on any worker) reproduces the same samples.
+    A salt > 0 (a replayed task's replay count) gives the same task other samples; salt 0 is the plain seed."""
+    if seed is None:
+        return None
+    if salt:
+        seed = _hash31(f"{seed}/salt/{salt}")
+    return (seed * 65_537 + member * 257 + attempt) & 0x7FFFFFFF
 
 
 def turn_seed(sampling_seed: int, turn: int) -> int:

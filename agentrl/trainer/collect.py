@@ -2,8 +2,9 @@
 policy, DAPO dynamic sampling, reward shaping and advantages.
 
 A step's batch has B = rollout.tasks_per_step *slots*. `collect_slot` fills slot j of step s: it runs the
-group of task `task_seed(base, s, round, j)` (agentrl.rollout.seeds) and, when the failure policy or dynamic
-sampling drops it, reruns the slot with the next round's seed. Sync and overlapped training both fill slots
+group of task `task_seed(base, s, round, j)` (agentrl.rollout.seeds; round 0 may instead replay a task whose
+last group had mixed success, agentrl.trainer.task_sampler) and, when the failure policy or dynamic sampling
+drops it, reruns the slot with the next round's seed. Sync and overlapped training both fill slots
 through it (the pipeline, pipeline.py; sync is the pipeline with zero overlap), so after a drop they draw the
 same tasks, and a resumed run samples the same tasks as an uninterrupted one. Infrastructure failures
 (FailureAction.MASK, or RETRY still failing after the retries) leave the batch before baselines are
@@ -22,10 +23,12 @@ from agentrl.algo.advantages import AdvantageConfig, compute_advantages
 from agentrl.algo.credit import credit_advantages
 from agentrl.algo.metrics import Peak, merge_metrics
 from agentrl.algo.shaping import dynamic_sampling_filter, overlong_penalty
+from agentrl.algo.signal import group_ids, signal_metrics, success_of, varies
 from agentrl.cluster import EpisodeBackend, LocalBackend
 from agentrl.rollout.agent_loop import LoopConfig
 from agentrl.rollout.collector import summarize
 from agentrl.rollout.seeds import task_seed
+from agentrl.trainer.task_sampler import GroupOutcome, SlotDraw, TaskSampler
 from agentrl.types import Trajectory, scored
 
 HOST = torch.device("cpu")
@@ -95,18 +98,29 @@ def shaped_rewards(
     return rewards
 
 
+def successes(trajs: list[Trajectory]) -> torch.Tensor:
+    """(n,) task success per trajectory (agentrl.algo.signal.success_of: the env's flag, else its reward)."""
+    return torch.tensor([success_of(t.reward_info, t.reward) for t in trajs], dtype=torch.float64, device=HOST)
+
+
+def filter_values(g: list[Trajectory], cfg) -> torch.Tensor:
+    """What dynamic sampling tests for zero variance (rollout.dynamic_sampling_on): the shaped rewards the
+    advantages use, or task success."""
+    if cfg.rollout.dynamic_sampling_on == "success":
+        return successes(g)
+    return shaped_rewards(g, overlong_buffer=cfg.algo.overlong_buffer, max_len=cfg.rollout.max_context_tokens,
+                          format_reward=cfg.algo.format_reward)
+
+
 def finish_group(group: list[Trajectory], cfg, metrics: dict[str, float]) -> list[Trajectory] | None:
-    """Failure policy, then DAPO dynamic sampling on one finished group: its trainable members, or None if
-    the group is dropped (zero-std counts are added to metrics)."""
+    """Failure policy, then DAPO dynamic sampling on one finished group (on its rewards or its success,
+    rollout.dynamic_sampling_on): its trainable members, or None if the group is dropped (zero-std counts,
+    keyed by the common reward or success value, are added to metrics)."""
     g = [t for t in group if trainable(t)]
     if not g:
         return None
     if cfg.rollout.dynamic_sampling:
-        rewards = shaped_rewards(
-            g, overlong_buffer=cfg.algo.overlong_buffer, max_len=cfg.rollout.max_context_tokens,
-            format_reward=cfg.algo.format_reward,
-        )
-        f = dynamic_sampling_filter(rewards, torch.zeros(len(g), dtype=torch.long, device=HOST))
+        f = dynamic_sampling_filter(filter_values(g, cfg), torch.zeros(len(g), dtype=torch.long, device=HOST))
         for k, v in f.metrics.items():
             if k.startswith("rollout/zero_std_count_"):
                 metrics[k] = metrics.get(k, 0.0) + v
@@ -143,6 +157,11 @@ def assemble_batch(
         advantages = [float(x) for x in adv]
         metrics["rollout/reward_trained_mean"] = float(rewards.mean())
         metrics["rollout/advantage_abs_mean"] = float(adv.abs().mean())
+        metrics.update(signal_metrics(successes(trajs), group_index, adv))
+    scored_all = [t for t in everything if trainable(t)]
+    if scored_all:  # over every sampled group, dropped ones included: how often the policy is unsure
+        metrics["rollout/mixed_success_share"] = signal_metrics(
+            successes(scored_all), group_ids([t.group_id for t in scored_all]))["rollout/mixed_success_share"]
     turn_adv = None
     if trajs and a.credit != "outcome":
         turn_adv, credit_metrics = credit_advantages(a, trajs, rewards.tolist(), group_index.tolist(), advantages)
@@ -165,6 +184,16 @@ class SlotRollout:
     everything: list[Trajectory] = field(default_factory=list)  # every episode of every round
     seeds: list[int] = field(default_factory=list)  # the task seed of each round, in order
     metrics: dict[str, float] = field(default_factory=dict)  # merged across slots by merge_metrics
+    outcomes: list[GroupOutcome] = field(default_factory=list)  # per finished round, for the task sampler
+
+
+def outcome(group: list[Trajectory], seed: int, *, replay: bool = False) -> GroupOutcome:
+    """What the task sampler learns from a finished group: its task and whether its scored members' success
+    was mixed (None with fewer than two scored members)."""
+    g = [t for t in group if trainable(t)]
+    task = next((t.task_id for t in group if t.task_id), "")
+    mixed = bool(varies(successes(g), torch.zeros(len(g), dtype=torch.long), 1)[0]) if len(g) > 1 else None
+    return GroupOutcome(task_id=task, seed=seed, mixed=mixed, replay=replay)
 
 
 async def collect_slot(
@@ -177,8 +206,13 @@ async def collect_slot(
     on_round: Callable[[], None] | None = None,
     on_episode: Callable[[int], None] | None = None,
     on_resample: Callable[[int, str], None] | None = None,
+    sampler: TaskSampler | None = None,
+    first: SlotDraw | None = None,
 ) -> SlotRollout:
     """Fill slot `slot` of `step`: round k runs the group of task_seed(base, step, k, slot) until one is kept.
+
+    With a `sampler` (agentrl.trainer.task_sampler), uniform rounds take its seeds (which skip excluded tasks),
+    and round 0 runs `first` (a replay, drawn when the ticket was admitted) when given.
 
     on_round() is called as each round starts (the pipeline records the weights it starts under);
     timeout_s is a backstop per round (episodes have their own deadline inside the agent loop).
@@ -191,11 +225,15 @@ async def collect_slot(
     for round_ in range(rounds):
         if on_round is not None:
             on_round()
-        seed = task_seed(r.seed, step, round_, slot)
+        draw = first if round_ == 0 and first is not None else SlotDraw(
+            seed=sampler.uniform(step, round_, slot) if sampler is not None else task_seed(r.seed, step, round_, slot))
+        seed = draw.seed
         out.seeds.append(seed)
         out.metrics["rollout/sample_rounds"] = Peak(round_ + 1)
+        if draw.replay:
+            out.metrics["rollout/replayed_groups"] = out.metrics.get("rollout/replayed_groups", 0) + 1
         try:
-            loop_cfg = LoopConfig.from_rollout(r)
+            loop_cfg = LoopConfig.from_rollout(r, sampling_salt=draw.salt)
             group = await asyncio.wait_for(backend.collect_group(seed, r.group_size, cfg=loop_cfg), timeout_s)
         except TimeoutError:
             out.metrics["pipeline/group_timeouts"] = out.metrics.get("pipeline/group_timeouts", 0) + 1
@@ -204,18 +242,20 @@ async def collect_slot(
         if on_episode is not None:
             on_episode(len(group))
         out.everything += group
+        out.outcomes.append(outcome(group, seed, replay=draw.replay))
         out.kept = finish_group(group, cfg, out.metrics)
         if out.kept is not None:
             break
-        _resampled(on_resample, round_, rounds, r.group_size, drop_reason(group))
+        _resampled(on_resample, round_, rounds, r.group_size, drop_reason(group, r.dynamic_sampling_on))
     return out
 
 
-def drop_reason(group: list[Trajectory]) -> str:
-    """Why finish_group dropped `group`, worded for the progress display when its slot is sampled again."""
+def drop_reason(group: list[Trajectory], on: str = "reward") -> str:
+    """Why finish_group dropped `group`, worded for the progress display when its slot is sampled again
+    (`on`: rollout.dynamic_sampling_on)."""
     if not any(trainable(t) for t in group):
         return "resampled groups whose episodes were all masked"
-    return "resampled groups with equal rewards (dynamic sampling)"
+    return f"resampled groups with equal {'success' if on == 'success' else 'rewards'} (dynamic sampling)"
 
 
 def _resampled(on_resample: Callable[[int, str], None] | None, round_: int, rounds: int, group_size: int,

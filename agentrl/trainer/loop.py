@@ -114,6 +114,7 @@ class Run:
     backend: EpisodeBackend | None = None
     pipeline: RolloutPipeline | None = None
     close_envs: Any = None  # async () -> None from the env factory, if it holds shared resources
+    sampler_state: dict | None = None  # the resumed checkpoint's task-sampler state (trainer.task_sampler)
     steps_run: int = 0  # training steps this invocation ran
     skipped: list[str] = field(default_factory=list)  # why each of them that took no optimizer step was skipped
 
@@ -243,7 +244,7 @@ def setup(cfg: Config, *, resume: str | None, init_from: str | None, console, st
                         purge_step=state["step"] + 1 if ckpt else None),
         guard=MaskedEpisodeGuard(t.max_masked_frac, t.masked_window, last_step=t.steps - 1),
         start_step=state["step"], version=state.get("version", state["step"]), checkpoint=ckpt, strategy=strategy,
-        source=source,
+        source=source, sampler_state=state.get("task_sampler"),
     )
 
 
@@ -316,7 +317,8 @@ async def start(run: Run, *, init_from: str | None) -> None:
         monitor.console.print(run.backend.describe())
     run.pipeline = RolloutPipeline(cfg, env_factory, run.engine, run.tokenizer, start_step=run.start_step,
                                    end_step=cfg.trainer.steps, on_episode=monitor.episodes_done, backend=run.backend,
-                                   on_resample=lambda step, n, why: monitor.episodes_resampled(step + 1, n, why))
+                                   on_resample=lambda step, n, why: monitor.episodes_resampled(step + 1, n, why),
+                                   sampler_state=run.sampler_state)
     if run.version:  # label the engine's (identical) weights with the resumed version: staleness is measured right
         await push_weights(run)
     run.pipeline.start()
@@ -442,11 +444,13 @@ def _record(run: Run, step: int, batch: StepBatch) -> None:
 
 def checkpoint(run: Run, step: int) -> Path:
     """Write checkpoint `step` (model, tokenizer, optimizer, scheduler, policy version, task seed, where π_ref
-    comes from)."""
+    comes from, the task sampler's state)."""
     return run.strategy.save(
         run.run_dir, step, model=run.model, tokenizer=run.tokenizer, optimizer=run.optimizer,
         scheduler=run.scheduler, state={"version": run.version, "task_seed": run.cfg.rollout.seed,
                                         "reference": run.reference,
+                                        "task_sampler": run.pipeline.sampler.state_dict() if run.pipeline
+                                        else run.sampler_state,
                                         "precision": {"compute": run.precision[0].name, "engine": run.precision[1].name}},
         keep=run.cfg.trainer.keep_checkpoints,
     )

@@ -7,8 +7,10 @@ controlled by admission, not by discarding finished work (AReaL's capacity rule,
 k may start only while s ≤ synced + η, where `synced` counts the steps whose weights the engine holds and
 η = 0 for sync, 1 for one_step_off, rollout.max_staleness for async; i.e. capacity = (η + synced + 1)·B −
 tickets started. A ticket runs collect.collect_slot: a group the failure policy or DAPO dynamic sampling
-drops is rerun with the next resample round's seed task_seed(base, s, round, j), in every mode. The tasks
-of every ticket are deterministic; with η > 0 the sampled tokens are not (they depend on when new weights
+drops is rerun with the next resample round's seed task_seed(base, s, round, j), in every mode. A ticket's
+first task is drawn at admission by the task sampler (task_sampler.py: a replay of a task whose last group was
+mixed, or the uniform seed), from the outcomes of steps ≤ s − η − 1, which every mode has consumed by then.
+The tasks of every ticket are deterministic (in async: given which groups each step consumed); with η > 0 the sampled tokens are not (they depend on when new weights
 arrive). A resumed run restarts at ticket start_step·B.
 
 Consumption, with u = the synced step count when the ticket's last round started:
@@ -38,8 +40,10 @@ import torch
 
 from agentrl.algo.metrics import staleness_histogram
 from agentrl.cluster import EpisodeBackend, LocalBackend
-from agentrl.errors import EngineError
+from agentrl.errors import ConfigError, EngineError
+from agentrl.rollout.seeds import warm_start_seed
 from agentrl.trainer.collect import HOST, SlotRollout, StepBatch, collect_slot, merge_slots, resample_rounds
+from agentrl.trainer.task_sampler import SlotDraw, TaskSampler
 from agentrl.types import Trajectory
 
 
@@ -74,12 +78,15 @@ class RolloutPipeline:
 
     def __init__(self, cfg, env_factory: Callable, engine, tokenizer, *, start_step: int, end_step: int,
                  on_episode: Callable[[int], None] | None = None, timeout_s: float | None = None,
-                 backend: EpisodeBackend | None = None, on_resample: Callable[[int, int, str], None] | None = None):
+                 backend: EpisodeBackend | None = None, on_resample: Callable[[int, int, str], None] | None = None,
+                 sampler_state: dict | None = None, env_factory_for_tasks: Callable | None = None):
         """start_step/end_step: the steps this run trains (tickets start_step·B … end_step·B − 1).
         on_episode(n): n more episodes finished; on_resample(step, n, why): a dropped group of step `step` is
         sampled again, adding n episodes (collect.collect_slot).
         timeout_s: deadline of any single wait (default: a few episode timeouts).
-        backend: where episodes run (the run's; default: this process, rollout.concurrency at once)."""
+        backend: where episodes run (the run's; default: this process, rollout.concurrency at once).
+        sampler_state: a checkpoint's task-sampler state (resume); env_factory_for_tasks: builds the env that
+        names a seed's task for rollout.exclude_warm_start_episodes (default env_factory)."""
         r = cfg.rollout
         self.cfg, self.engine = cfg, engine
         self.backend = backend or LocalBackend(env_factory, engine, tokenizer, concurrency=r.concurrency)
@@ -96,6 +103,8 @@ class RolloutPipeline:
         self._finished: list[_Finished] = []
         self._queue: asyncio.Queue[_Finished] = asyncio.Queue(maxsize=(self.eta + 1) * self.B)
         self._tasks: set[asyncio.Task] = set()
+        self._first: dict[int, SlotDraw] = {}  # ticket → the first task it runs, drawn at admission
+        self.sampler = build_sampler(cfg, self.eta, env_factory_for_tasks or env_factory, sampler_state)
 
     # ---- consumer API (called by the training loop) ----
 
@@ -118,7 +127,7 @@ class RolloutPipeline:
                     f"step {step}: no batch after {self.timeout_s:.0f}s ({len(self._running)} groups running, "
                     f"{len(self._finished)} finished); raise rollout.episode_timeout_s or check the engine"
                 ) from None
-        return self._batch(chosen, version)
+        return self._batch(chosen, version, step)
 
     def step_done(self, step: int) -> None:
         """The engine now holds the weights after `step`: admit the tickets this frees."""
@@ -149,6 +158,7 @@ class RolloutPipeline:
         """Start every ticket that admission allows: slot ≤ synced + η (AReaL capacity)."""
         while self._next < self._end and self._next // self.B <= self.synced + self.eta:
             self._running[self._next] = self.synced  # counted as running from admission on
+            self._first[self._next] = self.sampler.first(*divmod(self._next, self.B))  # in admission order
             task = asyncio.create_task(self._run_ticket(self._next), name=f"agentrl-ticket-{self._next}")
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
@@ -165,7 +175,8 @@ class RolloutPipeline:
         try:
             out.slot = await collect_slot(self.backend, self.cfg, step, slot, timeout_s=self.timeout_s,
                                           on_round=round_starts, on_episode=self.on_episode,
-                                          on_resample=partial(self.on_resample, step) if self.on_resample else None)
+                                          on_resample=partial(self.on_resample, step) if self.on_resample else None,
+                                          sampler=self.sampler, first=self._first.pop(index, None))
         except asyncio.CancelledError:
             self._running.pop(index, None)
             raise
@@ -201,8 +212,9 @@ class RolloutPipeline:
         due = [f for f in pool if f.started_at + self.eta <= step]
         return due if len(due) > self.B else pool[: self.B]
 
-    def _batch(self, chosen: list[_Finished], version: int) -> StepBatch:
-        """Drop groups beyond the hard staleness bound, then compute metrics and advantages."""
+    def _batch(self, chosen: list[_Finished], version: int, step: int) -> StepBatch:
+        """Drop groups beyond the hard staleness bound, then compute metrics and advantages; the task sampler
+        learns from every group of the step's tickets."""
         drop = self.cfg.rollout.drop_staleness
         taken = {id(f) for f in chosen}
         self._finished = [f for f in self._finished if id(f) not in taken]
@@ -211,8 +223,11 @@ class RolloutPipeline:
             oldest = oldest_version(f.slot.kept or [])
             if drop is not None and oldest is not None and version - oldest > drop:
                 f.slot.kept, dropped = None, dropped + 1
-        metrics = {"pipeline/dropped_stale_groups": float(dropped), "pipeline/group_timeouts": 0.0}
+        metrics = {"pipeline/dropped_stale_groups": float(dropped), "pipeline/group_timeouts": 0.0,
+                   "rollout/replayed_groups": 0.0}
         batch = merge_slots(self.cfg, [f.slot for f in chosen], metrics)
+        self.sampler.observe(step, [o for f in chosen for o in f.slot.outcomes])
+        batch.metrics.update(self.sampler.metrics())
         if batch.trajectories:
             segs = [s for t in batch.trajectories for s in t.segments]
             versions = torch.tensor([v for s in segs for v in s.versions], dtype=torch.long, device=HOST)
@@ -222,6 +237,23 @@ class RolloutPipeline:
         batch.metrics["pipeline/groups_waiting"] = float(len(self._finished) + self._queue.qsize())
         batch.metrics["pipeline/batch_groups"] = float(len(chosen))
         return batch
+
+
+def build_sampler(cfg, eta: int, env_factory: Callable, state: dict | None = None) -> TaskSampler:
+    """The run's task sampler (task_sampler.py) from rollout.replay_fraction, replay_limit and
+    exclude_warm_start_episodes; excluded tasks are named by an env's task_for_seed(seed) (AgentEnv)."""
+    r = cfg.rollout
+    excluded, task_of = set(), None
+    if r.exclude_warm_start_episodes:
+        task_of = getattr(env_factory(), "task_for_seed", None)  # builds an env, starts nothing
+        names = [task_of(warm_start_seed(r.seed, i)) for i in range(r.exclude_warm_start_episodes)] if task_of else []
+        if not names or any(n is None for n in names):
+            raise ConfigError(f"rollout.exclude_warm_start_episodes={r.exclude_warm_start_episodes}: env "
+                              f"{cfg.env.name!r} cannot name the task a seed reaches without running it "
+                              "(its task_for_seed returns None); set it to 0 for this env")
+        excluded = set(names)
+    return TaskSampler(seed=r.seed, slots=r.tasks_per_step, eta=eta, replay_fraction=r.replay_fraction,
+                       replay_limit=r.replay_limit, excluded=excluded, task_of=task_of, state=state)
 
 
 async def collect_step(cfg, env_factory: Callable, engine, tokenizer, step: int, *,

@@ -23,6 +23,7 @@ from agentrl.envs.swe.grading.grader import REPO
 from agentrl.envs.swe.observation import bash_observation
 from agentrl.envs.swe.tasks import Task, TaskError
 from agentrl.sandboxes.base import FileTooLarge
+from gymnasium.utils import seeding
 
 from agentrl.agent_env import AgentEnv
 from agentrl.errors import SandboxError
@@ -164,6 +165,16 @@ class SweEnv(AgentEnv):
         except Exception:  # a sandbox that fails to close is the pool's and reaper's business, not the episode's
             pass
 
+    def _offered(self) -> list[Task]:
+        """The tasks a seeded reset draws from at the current level (auto: a level without tasks offers all)."""
+        return self._eligible(self.curriculum.level if self.curriculum else self.level_setting) or self.tasks
+
+    def task_for_seed(self, seed: int) -> str | None:
+        """The instance_id reset(seed=seed) picks at the current level, without a sandbox (AgentEnv.task_for_seed)."""
+        offered = self._offered()
+        rng, _ = seeding.np_random(seed)
+        return offered[int(rng.integers(len(offered)))].instance_id
+
     # ---- gymnasium API ---------------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[list[Message], dict]:
         """Pick a task (options: instance_id or index; else from the seed), start its sandbox repo, show the issue."""
@@ -172,7 +183,7 @@ class SweEnv(AgentEnv):
         self.sandbox = None
         options = options or {}
         self.level = self.curriculum.level if self.curriculum else self.level_setting
-        offered = self._eligible(self.level) or self.tasks  # auto: a level without tasks falls back to all of them
+        offered = self._offered()
         if "instance_id" in options:
             by_id = {t.instance_id: t for t in self.tasks}
             if options["instance_id"] not in by_id:

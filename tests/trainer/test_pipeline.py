@@ -341,3 +341,27 @@ def test_in_flight_sync_labels_every_token_with_the_weights_that_produced_it(tmp
     got = torch.tensor(gen.logprobs)
     torch.testing.assert_close(got[:6], want[0][:6], atol=1e-3, rtol=0)
     torch.testing.assert_close(got[6:], want[1][6:], atol=1e-3, rtol=0)
+
+
+def test_replayed_tasks_are_drawn_again_exactly_after_a_resume(tmp_path):
+    """Guards the task sampler's checkpointed state (trainer.task_sampler): a run resumed from step 2 replays the
+    same mixed tasks at step 3 as the uninterrupted run did, and the signal metrics reach metrics.jsonl."""
+    cfg = _cfg(tmp_path, "rollout.replay_fraction=0.67", "rollout.max_batch_size=1", "trainer.checkpoint_every=1",
+               "rollout.dynamic_sampling_on=success")
+    whole = train(cfg)
+    rows = _rows(whole)
+    for key in ("rollout/mixed_success_share", "rollout/flat_success_adv_share", "rollout/distinct_tasks_seen",
+                "rollout/replayed_groups"):
+        assert all(key in r for r in rows), key
+    assert [r["rollout/distinct_tasks_seen"] for r in rows][0] == 3
+
+    def step_tasks(step):
+        trajs = [json.loads(x) for x in (whole.run_dir / "trajectories.jsonl").read_text().splitlines()]
+        return sorted(t["task_id"] for t in trajs if t["metrics"]["train/step"] == step)
+
+    assert any(r["rollout/replayed_groups"] > 0 for r in rows[1:]), "nothing replayed: the test would prove nothing"
+    before, replays = step_tasks(3), rows[2]["rollout/replayed_groups"]
+    state = json.loads((whole.run_dir / "checkpoints" / "step_000002" / "state.json").read_text())
+    assert "task_sampler" in state
+    again = train(cfg, resume=str(whole.run_dir / "checkpoints" / "step_000002"))
+    assert step_tasks(3) == before and _rows(again)[-1]["rollout/replayed_groups"] == replays
