@@ -1,5 +1,6 @@
 """`agentrl plot RUN_DIR`: a PNG dashboard of a run's metrics.jsonl (reward; episodes the grader flagged; the
-format share; entropy, KL, IS weights, clip fractions; lengths, zero-std groups, masked share, termination mix,
+format share; entropy, KL, IS weights, clip fractions; lengths, zero-std groups, the success signal (groups of
+mixed success, |advantage| in groups whose success does not vary, distinct tasks seen), masked share, termination mix,
 time per phase; the gateway's prefix mismatch for agent programs). Skipped steps (no optimizer step) are shaded
 red on every panel, and the title counts them by reason. Steps are numbered from 1, as in the console,
 metrics.jsonl, TensorBoard, samples/ and the checkpoints, and the x axis ticks whole steps only."""
@@ -15,6 +16,7 @@ from agentrl.trainer.monitor import FLAGGED_SHARE, FLAGGED_WINDOW, skip_reason
 
 FLAGGED = "flagged episodes (share of graded)"
 GATEWAY = "gateway (agent programs)"
+SIGNAL = "success signal (groups where the policy is unsure)"
 PANELS: list[tuple[str, list[str]]] = [
     ("reward", ["rollout/reward_mean", "rollout/reward_trained_mean", "eval/reward_mean"]),
     (FLAGGED, ["rollout/suspicious_share", "rollout/refused_share"]),
@@ -25,6 +27,7 @@ PANELS: list[tuple[str, list[str]]] = [
     ("clip / rejection fractions", ["actor/pg_clipfrac", "actor/pg_clipfrac_lower", "mismatch/rs_masked_frac_traj"]),
     ("lengths", ["rollout/action_tokens_mean", "rollout/tokens_mean", "rollout/turns_mean"]),
     ("zero-std groups", ["rollout/zero_std_frac"]),
+    (SIGNAL, ["rollout/mixed_success_share", "rollout/flat_success_adv_share", "rollout/distinct_tasks_seen"]),
     ("masked share (episodes not trained on)", ["rollout/masked_share"]),
     ("termination mix", ["termination/"]),
     ("time per phase (s)", ["timing/"]),
@@ -33,8 +36,10 @@ PANELS: list[tuple[str, list[str]]] = [
 """(title, metric names or prefixes ending in '/'), in drawing order; a line's legend order is its key's order."""
 OPTIONAL = {GATEWAY}
 """Panels drawn only when the run logged their metrics (the gateway's exist only for agent programs)."""
-RIGHT_AXIS = {"gateway/segments_mean", "gateway/calls_mean"}
-"""Per-episode counts drawn on a second y axis beside a share on the first."""
+RIGHT_AXIS = {"gateway/segments_mean", "gateway/calls_mean", "rollout/distinct_tasks_seen"}
+"""Counts drawn on a second y axis beside a share on the first."""
+AXIS_LABELS = {GATEWAY: ("share of calls", "per episode"), SIGNAL: ("share", "distinct tasks seen (cumulative)")}
+"""(left, right) y-axis labels of the panels with a second axis."""
 STYLE = {  # reward_mean thick and solid, reward_trained_mean thin and dashed on top: both stay visible when equal
     "rollout/reward_mean": {"lw": 2.6, "zorder": 3},
     "rollout/reward_trained_mean": {"lw": 1.2, "ls": "--", "zorder": 4},
@@ -140,8 +145,9 @@ def dashboard(rows: list[dict], name: str):
             on.plot(xs, ys, **{"marker": "o", "ms": 3, "color": f"C{i}", "label": metric.split("/", 1)[-1],
                                **STYLE.get(metric, {})})
         if right is not None:
-            ax.set_ylabel("share of calls")
-            right.set_ylabel("per episode")
+            left_label, right_label = AXIS_LABELS.get(title, ("share", "count"))
+            ax.set_ylabel(left_label)
+            right.set_ylabel(right_label)
         if title == FLAGGED and lines:
             ax.axhline(FLAGGED_SHARE, color="gray", ls=":", lw=1,
                        label=f"console warns above {FLAGGED_SHARE:.0%} (over {FLAGGED_WINDOW} steps)")
