@@ -119,9 +119,10 @@ def test_torchrun_trains_calc_and_eval_reads_the_checkpoint(tmp_path):
 
 @pytest.fixture(scope="module")
 def full_run(tmp_path_factory):
-    """2 steps of the parity env on 2 ranks, a checkpoint after each."""
+    """2 steps of the parity env on 2 ranks, a checkpoint after each, with a KL term (a resume must anchor it to the
+    weights the run started from, not to the checkpoint's)."""
     run = tmp_path_factory.mktemp("fsdp_full") / "full"
-    r = _run(torchrun("train", "--env", PARITY, *TINY, f"trainer.run_dir={run}"))
+    r = _run(torchrun("train", "--env", PARITY, *TINY, "algo.kl_coef=0.5", f"trainer.run_dir={run}"))
     assert r.returncode == 0, r.stderr[-4000:]
     return run
 
@@ -138,10 +139,13 @@ def _resumable_copy(full: Path, to: Path) -> Path:
 @pytest.mark.slow
 def test_resume_after_step_1_reproduces_step_2_exactly(full_run, tmp_path):
     """Guards a resume that loses sharded optimizer state (AdamW moments) or the scheduler: resumed at the same
-    world size, step 2 samples the same trajectories and ends at bitwise the same weights."""
+    world size, step 2 samples the same trajectories and ends at bitwise the same weights; its KL term is measured
+    against the same π_ref (a resume that loaded π_ref from the checkpoint reported ref_kl 0)."""
     run = _resumable_copy(full_run, tmp_path / "resumed")
     r = _run(torchrun("train", "--resume", str(run)))
     assert r.returncode == 0, r.stderr[-4000:]
+    kl = [[json.loads(x)["actor/ref_kl"] for x in (d / "metrics.jsonl").read_text().splitlines()] for d in (full_run, run)]
+    assert kl[1][1] > 0 and kl[1] == kl[0], kl
     assert _rows(run, 2) == _rows(full_run, 2) and _rows(run, 2) != _rows(run, 1)
     want, got = _weights(full_run / "checkpoints" / "step_000002"), _weights(run / "checkpoints" / "step_000002")
     assert want.keys() == got.keys()
