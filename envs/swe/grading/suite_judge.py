@@ -482,6 +482,9 @@ class Link:
         if n in self.sent_meta:
             return {"jref": n}
         self.sent_meta.add(n)
+        twin = _twin_name(x)
+        if twin is not None:  # the worker uses its own copy (toolz inspects `max` as `max`); back, it is this handle
+            return {"jref": n, "kind": "twin", "name": twin}
         out = {"jref": n, "kind": "object", "name": type(x).__name__[:200]}
         if isinstance(x, type):
             out.update(kind="class", name=x.__name__[:200], qualname=str(getattr(x, "__qualname__", ""))[:400],
@@ -1147,6 +1150,28 @@ def _text_of(e: BaseException) -> str:
 
 
 # ---------------------------------------------------------------------------------------------------- stdlib values
+# Standard library modules whose functions and classes the judge hands out as "twins": a handle like any of its
+# objects, described by name so the worker uses its own copy of the same function (the package's `inspect` and
+# identity checks see the real thing); what the worker sends back is the handle, never the name.
+TWIN_MODULES = frozenset({"builtins", "datetime", "decimal", "fractions", "pathlib", "collections", "enum", "re",
+                          "string", "math", "functools", "itertools", "operator", "typing", "uuid", "textwrap",
+                          "unicodedata", "numbers", "abc", "posixpath", "copy", "json", "io", "locale"})
+
+
+def _twin_name(x) -> str | None:
+    """`module:qualname` of the judge's own standard library function or class `x` (found by walking the judge's
+    own modules for an object the judge itself holds, never for a name the worker sent), else None."""
+    if not (isinstance(x, type) or callable(x)):
+        return None
+    module, qualname = getattr(x, "__module__", None), getattr(x, "__qualname__", None)
+    if type(module) is not str or module not in TWIN_MODULES or type(qualname) is not str:
+        return None
+    obj = sys.modules.get(module)
+    for part in qualname.split("."):
+        obj = getattr(obj, part, None)
+    return f"{module}:{qualname}" if obj is x else None
+
+
 def _from_std(name: str, args):
     import datetime
     import decimal
