@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import json
 
-import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 import agentrl.envs.swe.grading.wire as wire
+import pytest
 from agentrl.envs.swe.grading.suite import MAX_CASES, parse_report
 from agentrl.sandboxes.base import untar_tree
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agentrl.errors import SandboxError
 
