@@ -71,7 +71,7 @@ def signal_metrics(success: Tensor, group_index: Tensor, advantages: Tensor | No
     return out
 
 
-def group_ids(keys: Sequence[str]) -> Tensor:
+def group_ids(keys: Sequence[str], device: torch.device | str = "cpu") -> Tensor:
     """(n,) long group numbers 0..G−1 for per-trajectory group keys, in order of first appearance."""
     seen: dict[str, int] = {}
-    return torch.tensor([seen.setdefault(k, len(seen)) for k in keys], dtype=torch.long)
+    return torch.tensor([seen.setdefault(k, len(seen)) for k in keys], dtype=torch.long, device=device)

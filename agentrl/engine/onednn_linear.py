@@ -18,6 +18,7 @@ the counter). The packed path is a different kernel, so logits differ from `F.li
 from __future__ import annotations
 
 import copy
+import functools
 import itertools
 
 import torch
@@ -29,12 +30,28 @@ _PACKABLE = (torch.float32, torch.bfloat16)
 
 
 def packing_supported(model: nn.Module) -> bool:
-    """True if oneDNN's packed linear can run this model: float32 or bfloat16 weights on the CPU, oneDNN built in."""
+    """True if oneDNN's packed linear can run this model: float32 or bfloat16 weights on the CPU, oneDNN built in,
+    and this CPU's oneDNN able to pack that dtype (its bf16 path needs avx512bw/vl/dq or avx_ne_convert: an AVX2-only
+    CPU such as AMD Zen 3 refuses it, and the engine then runs plain `F.linear`)."""
     try:
         p = next(model.parameters())
     except StopIteration:
         return False
-    return p.device.type == "cpu" and p.dtype in _PACKABLE and torch.backends.mkldnn.is_available()
+    return (p.device.type == "cpu" and p.dtype in _PACKABLE and torch.backends.mkldnn.is_available()
+            and _cpu_packs(p.dtype))
+
+
+@functools.cache
+def _cpu_packs(dtype: torch.dtype) -> bool:
+    """Whether this CPU's oneDNN packs and runs a linear in `dtype` (probed once per process on a 16 × 16 weight)."""
+    try:
+        with torch.no_grad():
+            w = torch.zeros(16, 16, dtype=dtype)
+            packed = torch.ops.mkldnn._reorder_linear_weight(w, None)
+            torch.ops.mkldnn._linear_pointwise(torch.zeros(1, 16, dtype=dtype), packed, None, "none", [], "")
+    except RuntimeError:
+        return False
+    return True
 
 
 class PackedLinear(nn.Module):

@@ -192,7 +192,7 @@ def outcome(group: list[Trajectory], seed: int, *, replay: bool = False) -> Grou
     was mixed (None with fewer than two scored members)."""
     g = [t for t in group if trainable(t)]
     task = next((t.task_id for t in group if t.task_id), "")
-    mixed = bool(varies(successes(g), torch.zeros(len(g), dtype=torch.long), 1)[0]) if len(g) > 1 else None
+    mixed = bool(varies(successes(g), torch.zeros(len(g), dtype=torch.long, device=HOST), 1)[0]) if len(g) > 1 else None
     return GroupOutcome(task_id=task, seed=seed, mixed=mixed, replay=replay)
 
 

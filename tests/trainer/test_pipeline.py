@@ -246,7 +246,7 @@ def test_groups_beyond_the_hard_bound_are_dropped_and_counted(tmp_path):
         p = RolloutPipeline(cfg, None, None, load_tokenizer("tiny"), start_step=0, end_step=4)
         fresh, stale = group(2, 0), group(1, 1)
         chosen = [_Finished(0, 2, SlotRollout(fresh, fresh, [1])), _Finished(1, 1, SlotRollout(stale, stale, [2]))]
-        return p._batch(chosen, version=3)
+        return p._batch(chosen, version=3, step=0)
 
     batch = asyncio.run(go())
     assert batch.metrics["pipeline/dropped_stale_groups"] == 1
