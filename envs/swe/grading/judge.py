@@ -211,28 +211,16 @@ class Worker:
 
     def encode(self, x, depth: int = 0):
         """A judge value (exact builtins, proxies of this worker) as the protocol writes it."""
-        if depth > MAX_DEPTH:
-            raise ExactValueRequired("a value nested too deep to send")
-        t = type(x)
-        if t in EXACT_SCALARS:
-            return x
-        if t is int:
-            return {"int": str(x)}
-        if t is float:
-            return {"float": repr(x)}
-        if t is bytes:
-            return {"bytes": x.hex()}
-        if t is range:  # sent as the list it spells
+        return wire.encode_exact(x, depth, self._encode_other)
+
+    def _encode_other(self, x):
+        if type(x) is range:  # sent as the list it spells
             return {"list": [{"int": str(v)} for v in x[:MAX_ITEMS + 1]]}
-        if t.__name__ in CONTAINERS and CONTAINERS[t.__name__] is t:
-            return {t.__name__: [self.encode(v, depth + 1) for v in x]}
-        if t is dict:
-            return {"dict": [[self.encode(k, depth + 1), self.encode(v, depth + 1)] for k, v in x.items()]}
-        if t is Remote and object.__getattribute__(x, "_w") is self:
+        if type(x) is Remote and object.__getattribute__(x, "_w") is self:
             return {"ref": object.__getattribute__(x, "_ref")}
         if isinstance(x, type) and x in self.exc_refs:
             return {"ref": self.exc_refs[x]}
-        raise ExactValueRequired(f"cannot send a {t.__name__} to the repo's code")
+        raise ExactValueRequired(f"cannot send a {type(x).__name__} to the repo's code")
 
     def decode(self, v):
         """An answer's value, checked (wire.py): exact builtin types only (or handles), within the caps and the

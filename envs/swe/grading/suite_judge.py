@@ -32,7 +32,6 @@ import importlib.machinery
 import inspect
 import itertools
 import json
-import operator
 import os
 import select
 import sys
@@ -343,7 +342,7 @@ class Link:
             if type(args) is not tuple or not all(type(a) in (int, float, str, type(None), RemoteTZ) for a in args):
                 raise _refuse("a stdlib value with arguments that are not plain")
             try:
-                return _from_std(v["std"], args)
+                return wire.std_value(v["std"], args, tz_ok=lambda tz: type(tz) is RemoteTZ)
             except (TypeError, ValueError, ArithmeticError, OverflowError):
                 raise _refuse(f"arguments that do not make a {v['std']}") from None
         if set(v) != {"stdname"}:
@@ -613,17 +612,7 @@ def _iterate(obj):
     return ("iterator", iter(obj))
 
 
-APPLY = {"str": str, "repr": repr, "len": len, "iter": _iterate, "next": next, "bool": bool, "hash": hash,
-         "int": int, "float": float, "index": operator.index, "format": format, "getitem": operator.getitem,
-         "setitem": operator.setitem, "delitem": operator.delitem, "contains": operator.contains,
-         "neg": operator.neg, "pos": operator.pos, "abs": abs, "invert": operator.invert, "eq": operator.eq,
-         "ne": operator.ne, "lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge,
-         "enter": lambda o: o.__enter__(), "exit": lambda o, *a: o.__exit__(*a)}
-BINARY = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor", "lshift", "rshift", "matmul")
-for _f in BINARY:
-    _op = getattr(operator, _f + "_" if _f in ("and", "or") else _f)
-    APPLY[_f] = _op
-    APPLY["r" + _f] = (lambda op: lambda a, b: op(b, a))(_op)
+APPLY = {**wire.operations(), "iter": _iterate}
 
 
 # ---------------------------------------------------------------------------------------------------- proxies
@@ -870,7 +859,7 @@ class Remote:
         return (shadow_base(self),)
 
 
-for _fn in BINARY:
+for _fn in wire.BINARY:
     setattr(Remote, f"__{_fn}__", (lambda fn: lambda self, other: self._apply(fn, other))(_fn))
     setattr(Remote, f"__r{_fn}__", (lambda fn: lambda self, other: self._apply("r" + fn, other))(_fn))
 
@@ -1170,38 +1159,6 @@ def _twin_name(x) -> str | None:
     for part in qualname.split("."):
         obj = getattr(obj, part, None)
     return f"{module}:{qualname}" if obj is x else None
-
-
-def _from_std(name: str, args):
-    import datetime
-    import decimal
-    import fractions
-    import pathlib
-    import uuid
-
-    if name in ("builtins.slice", "builtins.range"):
-        if not all(type(a) in (int, type(None)) for a in args) or len(args) != 3:
-            raise TypeError(name)
-        return slice(*args) if name == "builtins.slice" else range(*[a for a in args if a is not None])
-    if name in ("datetime.datetime", "datetime.time"):
-        *parts, tz = args
-        if type(tz) in (int, float):
-            tz = datetime.timezone(datetime.timedelta(seconds=tz))
-        elif tz is not None and type(tz) is not RemoteTZ:
-            raise TypeError("tzinfo")
-        if not all(type(a) is int for a in parts):
-            raise TypeError(name)
-        return (datetime.datetime if name == "datetime.datetime" else datetime.time)(*parts, tzinfo=tz)
-    if any(type(a) is not str for a in args) and name in ("decimal.Decimal", "fractions.Fraction", "uuid.UUID",
-                                                          "pathlib.PosixPath", "pathlib.PurePosixPath"):
-        raise TypeError(name)
-    kinds = {"datetime.date": datetime.date, "datetime.time": datetime.time, "datetime.timedelta": datetime.timedelta,
-             "decimal.Decimal": decimal.Decimal, "fractions.Fraction": fractions.Fraction,
-             "pathlib.PosixPath": pathlib.PosixPath, "pathlib.PurePosixPath": pathlib.PurePosixPath,
-             "uuid.UUID": uuid.UUID}
-    if name in ("decimal.Decimal", "fractions.Fraction") and len(args[0]) > 200:
-        raise ValueError(name)
-    return kinds[name](*args)
 
 
 # ---------------------------------------------------------------------------------------------------- pytest

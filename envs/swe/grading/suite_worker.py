@@ -21,7 +21,6 @@ import importlib
 import io
 import itertools
 import json
-import operator
 import os
 import sys
 import warnings
@@ -153,8 +152,7 @@ class JObj(metaclass=JMeta):
 for _fn in ("str", "repr", "format", "bool", "len", "hash", "index", "int", "float", "next", "getitem", "setitem",
             "delitem", "contains", "enter", "eq", "ne", "lt", "le", "gt", "ge", "neg", "pos", "abs", "invert"):
     setattr(JObj, f"__{_fn}__", (lambda fn: lambda self, *a: self._apply(fn, *a))(_fn))
-for _fn in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor", "lshift", "rshift",
-            "matmul"):
+for _fn in wire.BINARY:
     setattr(JObj, f"__{_fn}__", (lambda fn: lambda self, other: self._apply(fn, other))(_fn))
     setattr(JObj, f"__r{_fn}__", (lambda fn: lambda self, other: self._apply("r" + fn, other))(_fn))
 
@@ -326,29 +324,6 @@ def enc(x, depth: int = 0, by_value: bool = False):
     return ref(x)
 
 
-def _from_std(name: str, args):
-    import datetime
-    import decimal
-    import fractions
-    import pathlib
-    import uuid
-
-    if name == "builtins.slice":
-        return slice(*args)
-    if name == "builtins.range":
-        return range(*[a for a in args if a is not None])
-    if name in ("datetime.datetime", "datetime.time"):
-        *parts, tz = args
-        if type(tz) in (int, float):
-            tz = datetime.timezone(datetime.timedelta(seconds=tz))
-        return (datetime.datetime if name == "datetime.datetime" else datetime.time)(*parts, tzinfo=tz)
-    kinds = {"datetime.date": datetime.date, "datetime.time": datetime.time, "datetime.timedelta": datetime.timedelta,
-             "decimal.Decimal": decimal.Decimal, "fractions.Fraction": fractions.Fraction,
-             "pathlib.PosixPath": pathlib.PosixPath, "pathlib.PurePosixPath": pathlib.PurePosixPath,
-             "uuid.UUID": uuid.UUID}
-    return kinds[name](*args)
-
-
 def ref(x) -> dict:
     """A handle of ours: its kind and name, and for an exception class its builtin base."""
     key = id(x)
@@ -377,7 +352,7 @@ def dec(v):
         if "stdname" in v:
             return wire.std_object(v["stdname"])
         if "std" in v:
-            return _from_std(v["std"], dec(v["args"]))
+            return wire.std_value(v["std"], dec(v["args"]))
         (tag, body), = v.items()
         if tag == "int":
             return int(body)
@@ -453,21 +428,10 @@ def _iterate(obj):
     return iter(obj)
 
 
-APPLY = {"str": str, "repr": repr, "len": len, "iter": _iterate, "next": next, "bool": bool, "int": int,
-         "float": float, "index": operator.index, "format": format, "getitem": operator.getitem,
-         "setitem": operator.setitem, "delitem": operator.delitem, "contains": operator.contains,
-         "neg": operator.neg, "pos": operator.pos, "abs": abs, "invert": operator.invert, "lt": operator.lt,
-         "le": operator.le, "gt": operator.gt, "ge": operator.ge, "eq": operator.eq, "ne": operator.ne, "hash": hash,
-         "canon": canon, "isinstance": isinstance,
-         "issubclass": issubclass, "isinstance_of": lambda cls, x: isinstance(x, cls),
+APPLY = {**wire.operations(), "iter": _iterate, "canon": canon, "isinstance": isinstance, "issubclass": issubclass,
+         "isinstance_of": lambda cls, x: isinstance(x, cls),
          "subclass_of": lambda cls, x: issubclass(x, cls) if isinstance(x, type) else False,
-         "enter": lambda o: o.__enter__(), "exit": lambda o, *a: o.__exit__(*a),
          "callable": callable, "dir": lambda o: tuple(sorted(str(n) for n in dir(o)))}
-for _fn in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor", "lshift", "rshift",
-            "matmul"):
-    _op = getattr(operator, _fn + "_" if _fn in ("and", "or") else _fn)
-    APPLY[_fn] = _op
-    APPLY["r" + _fn] = (lambda op: lambda a, b: op(b, a))(_op)
 
 
 def _idval(val):

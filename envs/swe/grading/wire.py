@@ -1,4 +1,5 @@
-"""The grading wire: values as tagged JSON, decoded in bounded time and memory, whatever the peer sends.
+"""The grading wire: values as tagged JSON, decoded in bounded time and memory, whatever the peer sends; and the
+one table of the builtin operations a request may name.
 
 The judge (judge.py, on the host) reads this from the repo's worker (worker.py), and the suite judge (suite_judge.py,
 in a sandbox of its own) from its worker (suite_worker.py); suite.py pastes this file into those two sandbox
@@ -233,6 +234,71 @@ def std_args(x):
     if isinstance(x, datetime.timedelta):
         return (x.days, x.seconds, x.microseconds)
     return (str(x),)
+
+
+def std_value(name, args: tuple, tz_ok=lambda tz: True):
+    """The stdlib value `{"std": name, "args": args}` stands for, made only from plain arguments (`tz_ok` says which
+    tzinfo objects a date-time may hold besides a fixed offset); TypeError or ValueError for anything else."""
+    import datetime
+    import decimal
+    import fractions
+    import pathlib
+    import uuid
+
+    if name in ("builtins.slice", "builtins.range"):
+        if not all(type(a) in (int, type(None)) for a in args) or len(args) != 3:
+            raise TypeError(name)
+        return slice(*args) if name == "builtins.slice" else range(*[a for a in args if a is not None])
+    if name in ("datetime.datetime", "datetime.time"):
+        *parts, tz = args
+        if type(tz) in (int, float):
+            tz = datetime.timezone(datetime.timedelta(seconds=tz))
+        elif tz is not None and not tz_ok(tz):
+            raise TypeError("tzinfo")
+        if not all(type(a) is int for a in parts):
+            raise TypeError(name)
+        return (datetime.datetime if name == "datetime.datetime" else datetime.time)(*parts, tzinfo=tz)
+    kinds = {"datetime.date": datetime.date, "datetime.timedelta": datetime.timedelta,
+             "decimal.Decimal": decimal.Decimal, "fractions.Fraction": fractions.Fraction,
+             "pathlib.PosixPath": pathlib.PosixPath, "pathlib.PurePosixPath": pathlib.PurePosixPath,
+             "uuid.UUID": uuid.UUID}
+    if name not in kinds:
+        raise TypeError(f"not a stdlib value: {str(name)[:60]!r}")
+    if name in ("datetime.date", "datetime.timedelta"):
+        if not all(type(a) is int for a in args):
+            raise TypeError(name)
+    elif len(args) != 1 or type(args[0]) is not str:
+        raise TypeError(name)
+    elif name in ("decimal.Decimal", "fractions.Fraction") and len(args[0]) > 200:
+        raise ValueError(name)
+    return kinds[name](*args)
+
+
+# The builtin operations a request may name (`{"op": "apply", "fn": name, ...}`), the same table on both sides: the
+# worker does them on its objects, the suite judge on the objects it handed out. Each binary operation comes with
+# its reflected twin ("radd": `other + obj`). Each side adds its own "iter" (and the worker what it alone answers).
+BINARY = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor", "lshift", "rshift", "matmul")
+
+
+def operations() -> dict:
+    """{name: function} of the operations above."""
+    import operator
+
+    table = {"str": str, "repr": repr, "len": len, "next": next, "bool": bool, "hash": hash, "int": int,
+             "float": float, "index": operator.index, "format": format, "getitem": operator.getitem,
+             "setitem": operator.setitem, "delitem": operator.delitem, "contains": operator.contains,
+             "neg": operator.neg, "pos": operator.pos, "abs": abs, "invert": operator.invert, "eq": operator.eq,
+             "ne": operator.ne, "lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge,
+             "enter": lambda o: o.__enter__(), "exit": lambda o, *a: o.__exit__(*a)}
+    for name in BINARY:
+        op = getattr(operator, name + "_" if name in ("and", "or") else name)
+        table[name] = op
+        table["r" + name] = _reflected(op)
+    return table
+
+
+def _reflected(op):
+    return lambda a, b: op(b, a)
 
 
 def encode_exact(x, depth: int = 0, other=None):
