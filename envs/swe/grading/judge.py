@@ -2,14 +2,17 @@
 
 Grading by construction. The tests of swe_lite's own corpus run here, in the grader's process, and never
 import, execute or unpickle anything of the repo: `from bank import Account` gives them a proxy (`Remote`), and
-every use of a proxy is a request to the worker (worker.py), which runs the repo's code in the grading sandbox.
-Answers come back as values of exact builtin types (checked with `type(x) is ...`, recursively, with caps on
-size and depth) or as new handles; exceptions come back as a builtin exception's name or a handle of a class the
-repo defines, plus arguments of the same kinds. Equality, ordering, truthiness and `pytest.raises` are decided
+every use of a proxy is a request to the worker (worker.py, the one worker the suite judge uses too, started here
+with `by_value`), which runs the repo's code in the grading sandbox. Answers come back as values of exact builtin
+types (checked with `type(x) is ...`, recursively, with caps on size and depth), a few standard library values made
+here from plain arguments (wire.std_value), table classes (wire.STD_TABLE) or new handles of the worker's; this
+judge hands the worker nothing of its own, so a call-back or a handle of the judge's refuses the run. Exceptions
+come back as a builtin exception's name or a handle of a class the repo defines, plus arguments of the same kinds. Equality, ordering, truthiness and `pytest.raises` are decided
 here, on those values:
 - `==`, `!=`, `bool()` and `hash()` of a proxy are refused (the test fails): a test compares exact values;
 - `<`, `<=`, `>`, `>=` between two proxies ask the worker and accept only an exact bool; with a value, refused;
-- `str`, `repr`, `len`, `iter`, indexing, `in` and arithmetic ask the worker; their results are checked again.
+- `str`, `repr`, `len`, `iter`, indexing, `in` and arithmetic (wire.py's operation table) ask the worker; their
+  results are checked again.
 Nothing the worker says is trusted: a malformed answer, a value of any other type, a size or depth past the caps
 (wire.py: hash-flood safe, counted against the run's deadline), more handles or exception classes than a worker
 may make, refuse the whole run (reward 0, reason given); a call past its deadline or a worker that dies fails that
@@ -31,12 +34,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import agentrl.envs.swe.grading.wire as wire
+from agentrl.envs.swe.grading.suite import WORKER
 from agentrl.sandboxes.dialogue import Dialogue
 
 from agentrl import safe_ast
 from agentrl.errors import SandboxError
 
-WORKER = (Path(__file__).parent / "worker.py").read_text()
 MAX_LINE = wire.MAX_LINE  # bytes of one answer
 MAX_DEPTH = wire.MAX_DEPTH  # nesting of one value
 MAX_ITEMS = 10_000  # items of one iteration
@@ -132,7 +135,8 @@ class Worker:
         self.lost = False
         self.sent_args: dict[int, dict] = {}
         limit = f"ulimit -t {int(cpu_limit_s)}; " if cpu_limit_s else ""
-        cmd = ["bash", "-c", f'{limit}exec python3 -I -B -c "$0"', WORKER]
+        args = json.dumps({"path": ["."], "by_value": True})  # lists, dicts and sets come back as exact values
+        cmd = ["bash", "-c", f'{limit}exec python3 -I -B -c "$0" "$1"', WORKER, args]
         seconds = max(1.0, deadline - time.monotonic())
         self.dialogue = Dialogue(max_buffer=MAX_LINE * 2)
         self.dialogue.start(lambda d: sandbox.exec(cmd, timeout=seconds, cwd=cwd, stdin=d,
@@ -181,8 +185,9 @@ class Worker:
             msg = wire.loads(line)
         except wire.WireRefused as e:
             raise Refused(str(e)) from None
-        if type(msg) is not dict or len(msg) - ("out" in msg) != 1 or not ("ok" in msg or "raise" in msg):
-            raise Refused("an answer that is not {ok} or {raise}")
+        if type(msg) is not dict or ("ok" in msg) == ("raise" in msg) or set(msg) - ANSWER_KEYS:
+            raise Refused("an answer that is not {ok} or {raise}")  # a call-back too: nothing here is handed out
+        _check_side_effects(msg)
         if "out" in msg:
             self.write_back(req, msg["out"])
         if "ok" in msg:
@@ -192,22 +197,12 @@ class Worker:
     def write_back(self, req: dict, out) -> None:
         """Give the caller's list, dict and set arguments of a call the state the call left them in."""
         sent = self.sent_args.pop(id(req), None)
-        if req.get("op") != "call" or sent is None or type(out) is not list:
+        if req.get("op") != "call" or sent is None:
             raise Refused("a changed-arguments list where none can be")
-        for item in out:
-            if type(item) is not list or len(item) != 2 or type(item[0]) not in (int, str):
-                raise Refused("a malformed changed argument")
-            value = self.decode(item[1])
-            if item[0] not in sent:  # sent as a list but not one of the caller's (a range): nothing to update
-                continue
-            target = sent[item[0]]
-            if type(value) is not type(target) or type(target) not in (list, dict, set):
-                raise Refused("a changed argument of another type")
-            if type(target) is list:
-                target[:] = value
-            else:
-                target.clear()
-                target.update(value)
+        try:
+            wire.write_back(out, sent, self.decode)
+        except wire.WireRefused as e:
+            raise Refused(str(e)) from None
 
     def encode(self, x, depth: int = 0):
         """A judge value (exact builtins, proxies of this worker) as the protocol writes it."""
@@ -217,33 +212,52 @@ class Worker:
         if type(x) is range:  # sent as the list it spells
             return {"list": [{"int": str(v)} for v in x[:MAX_ITEMS + 1]]}
         if type(x) is Remote and object.__getattribute__(x, "_w") is self:
-            return {"ref": object.__getattribute__(x, "_ref")}
+            return {"wref": object.__getattribute__(x, "_ref")}
         if isinstance(x, type) and x in self.exc_refs:
-            return {"ref": self.exc_refs[x]}
+            return {"wref": self.exc_refs[x]}
         raise ExactValueRequired(f"cannot send a {type(x).__name__} to the repo's code")
 
     def decode(self, v):
         """An answer's value, checked (wire.py): exact builtin types only (or handles), within the caps and the
         run's deadline."""
         try:
-            return wire.Decoder(self.handle, check=self._in_time).value(v)
+            return wire.Decoder(self.handle, check=self._in_time, special=self.special).value(v)
         except wire.WireRefused as e:
             raise Refused(str(e)) from None
+
+    def special(self, v: dict):
+        """A stdlib value made from plain arguments ({"std", "args"}), a table class ({"stdname"}), or an exception
+        as a value ({"exc"}, made like a raised one)."""
+        if set(v) == {"exc"}:
+            return self.exception(v["exc"])
+        if set(v) == {"stdname"}:
+            return wire.std_object(v["stdname"])
+        if set(v) != {"std", "args"} or v["std"] not in wire.STD_VALUES:
+            raise Refused("a malformed stdlib value")
+        args = self.decode(v["args"])
+        if type(args) is not tuple or not all(type(a) in (int, float, str, type(None)) for a in args):
+            raise Refused("a stdlib value with arguments that are not plain")
+        try:
+            return wire.std_value(v["std"], args, tz_ok=lambda tz: False)
+        except (TypeError, ValueError, ArithmeticError):
+            raise Refused(f"arguments that do not make a {v['std']}") from None
 
     def _in_time(self) -> None:
         if time.monotonic() >= self.deadline:
             raise TaskDeadline("the tests ran out of time")
 
     def handle(self, v: dict):
-        """The proxy of a handle (the same one each time it comes back); its kind is fixed when first seen."""
-        ref, kind, name, exc = v.get("ref"), v.get("kind"), v.get("name"), v.get("exc")
+        """The proxy of one of the worker's handles (the same one each time it comes back); its kind is fixed when
+        first seen. The judge hands the worker nothing of its own, so a handle of the judge's is refused."""
+        ref, kind, name, exc, qualname = v.get("wref"), v.get("kind"), v.get("name"), v.get("exc"), v.get("qualname")
         if (type(ref) is not int or not 0 < ref < 1 << 31 or kind not in ("module", "class", "object")
-                or type(name) is not str or not 0 < len(name) <= 200 or set(v) - {"ref", "kind", "name", "exc"}):
+                or type(name) is not str or not 0 < len(name) <= 200 or v.get("tz") not in (None, True)
+                or set(v) - {"wref", "kind", "name", "exc", "qualname", "tz"}
+                or qualname is not None and (type(qualname) is not str or len(qualname) > 300)):
             raise Refused("a malformed handle")
-        if exc is not None and (kind != "class" or type(exc) is not list or not 0 < len(exc) <= 32
-                                or any(type(e) is not str for e in exc)):
+        if exc is not None and (kind != "class" or type(exc) is not str):
             raise Refused("a malformed exception class handle")
-        meta = (kind, name, tuple(exc) if exc is not None else None)
+        meta = (kind, name, exc)
         if ref in self.meta:
             if self.meta[ref] != meta:
                 raise Refused("a handle that changed its kind")
@@ -251,10 +265,9 @@ class Worker:
         if len(self.proxies) >= MAX_HANDLES:
             raise Refused(f"more than {MAX_HANDLES} handles from one worker")
         if exc is not None:
-            base = getattr(builtins, exc[0], None)
-            if not (isinstance(base, type) and issubclass(base, Exception)) or issubclass(base, JudgeError) \
-                    or not name.isidentifier():
-                raise Refused(f"an exception class based on {exc[0][:40]!r}")
+            base = wire.builtin_exception(exc, Exception)
+            if base is None or not name.isidentifier():
+                raise Refused(f"an exception class based on {exc[:40]!r}")
             if len(self.exc_refs) >= MAX_EXC_CLASSES:
                 raise Refused(f"more than {MAX_EXC_CLASSES} exception classes from one worker")
             proxy = type(name, (stand_in(base),), {"__module__": "repo"})
@@ -270,13 +283,14 @@ class Worker:
         Made without running the class's own code on the worker's arguments (no __init__): its text is the one
         the worker computed (`msg`, cut to MAX_MESSAGE), so no method of a value the worker chose runs here when a
         test reads it or a failure is reported (a UnicodeEncodeError whose own str() raises is just a text)."""
-        if type(body) is not dict or "cls" not in body or set(body) - {"cls", "args", "msg"}:
+        if type(body) is not dict or "cls" not in body or set(body) - {"cls", "args", "msg", "wexc"} \
+                or "wexc" in body and type(body["wexc"]) is not int:  # the worker's own handle of it: not used here
             raise Refused("a malformed exception")
         cls = body["cls"]
         if type(cls) is str:
-            base = getattr(builtins, cls, None)
-            if not (isinstance(base, type) and issubclass(base, Exception)) or issubclass(base, JudgeError):
-                raise Refused(f"an exception that is not a builtin Exception: {str(body['cls'])[:40]!r}")
+            base = wire.builtin_exception(cls, Exception)
+            if base is None:
+                raise Refused(f"an exception that is not a builtin Exception: {cls[:40]!r}")
             cls = stand_in(base)
         else:
             cls = self.decode(cls)
@@ -293,9 +307,22 @@ class Worker:
             args = (msg[:MAX_MESSAGE],)
         return make_exception(cls, args, msg[:MAX_MESSAGE] if msg is not None else None)
 
-    def apply(self, fn: str, *args):
-        """A builtin operation done by the worker on its objects."""
-        return self.request({"op": "apply", "fn": fn, "args": [self.encode(a) for a in args]})
+    def apply(self, fn: str, obj, *args):
+        """One of wire.py's operations done by the worker on its object `obj`."""
+        return self.request({"op": "apply", "fn": fn, "obj": self.encode(obj), "args": [self.encode(a) for a in args]})
+
+
+ANSWER_KEYS = frozenset({"ok", "raise", "out", "printed", "warnings"})
+
+
+def _check_side_effects(msg: dict) -> None:
+    """What the repo printed and warned while answering: checked for shape, then dropped (these tests read neither)."""
+    printed, caught = msg.get("printed", ["", ""]), msg.get("warnings", [])
+    if type(printed) is not list or len(printed) != 2 or any(type(p) is not str for p in printed):
+        raise Refused("malformed output")
+    if type(caught) is not list or len(caught) > 64 or any(type(w) is not list or len(w) != 2 or type(w[1]) is not str
+                                                           for w in caught):
+        raise Refused("malformed warnings")
 
 
 TEXT = "_agentrl_text"  # where a stand-in exception keeps the text the worker computed for it
@@ -356,18 +383,17 @@ class Remote:
         if name.startswith("__") and name.endswith("__"):
             raise AttributeError(name)
         w = object.__getattribute__(self, "_w")
-        return w.request({"op": "getattr", "obj": object.__getattribute__(self, "_ref"), "name": name})
+        return w.request({"op": "getattr", "obj": w.encode(self), "name": name})
 
     def __setattr__(self, name: str, value) -> None:
         w = object.__getattribute__(self, "_w")
-        w.request({"op": "setattr", "obj": object.__getattribute__(self, "_ref"), "name": name,
-                   "value": w.encode(value)})
+        w.request({"op": "setattr", "obj": w.encode(self), "name": name, "value": w.encode(value)})
 
     def __call__(self, *args, **kwargs):
         w = object.__getattribute__(self, "_w")
-        req = {"op": "call", "obj": object.__getattribute__(self, "_ref"),
+        req = {"op": "call", "obj": w.encode(self),
                "args": [w.encode(a) for a in args], "kwargs": {k: w.encode(v) for k, v in kwargs.items()}}
-        w.sent_args[id(req)] = {k: v for k, v in [*enumerate(args), *kwargs.items()] if type(v) in (list, dict, set)}
+        w.sent_args[id(req)] = wire.lent(args, kwargs)
         try:
             return w.request(req)
         finally:
@@ -383,10 +409,12 @@ class Remote:
         return _exact(self._ask("len"), int, "len()")
 
     def __iter__(self):
-        items = _exact(self._ask("iter"), list, "iteration")
-        if len(items) > MAX_ITEMS:
-            raise ExactValueRequired(f"an iteration of more than {MAX_ITEMS} items")
-        return iter(items)
+        got = self._ask("iter")  # a container's items at once, else the worker's iterator, asked item by item
+        if type(got) is tuple and len(got) <= MAX_ITEMS:
+            return iter(got)
+        if type(got) is not Remote:
+            raise ExactValueRequired("iteration gave neither items nor an iterator")
+        return _items(got)
 
     def __int__(self) -> int:
         return _exact(self._ask("int"), int, "int()")
@@ -448,20 +476,24 @@ class Remote:
         return self._ask("invert")
 
 
+def _items(iterator: Remote):
+    """The items of the worker's iterator, one request each, at most MAX_ITEMS."""
+    for _ in range(MAX_ITEMS):
+        try:
+            item = iterator._ask("next")
+        except StopIteration:
+            return
+        yield item
+    raise ExactValueRequired(f"an iteration of more than {MAX_ITEMS} items")
+
+
 def _binary(fn: str):
-    def forward(self, other):
-        return object.__getattribute__(self, "_w").apply(fn, self, other)
-
-    def reflected(self, other):
-        return object.__getattribute__(self, "_w").apply(fn, other, self)
-
-    return forward, reflected
+    return lambda self, other: self._ask(fn, other)
 
 
-for _fn in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor", "lshift", "rshift"):
-    _fwd, _ref = _binary(_fn)
-    setattr(Remote, f"__{_fn}__", _fwd)
-    setattr(Remote, f"__r{_fn}__", _ref)
+for _fn in wire.BINARY:
+    setattr(Remote, f"__{_fn}__", _binary(_fn))
+    setattr(Remote, f"__r{_fn}__", _binary("r" + _fn))
 
 
 # ---------------------------------------------------------------------- the tests' `pytest`

@@ -3,7 +3,7 @@
 Two fresh sandboxes per grade. The judge sandbox holds the tests (the hidden test files, the suite's conftest and
 helpers, pytest.ini) and no line of the package; pytest runs there (suite_judge.py), and importing the package gives
 proxies of a worker's modules. The worker runs in the grading sandbox, in the agent's repository without its tests
-(suite_worker.py), and answers one request at a time.
+(worker.py, the same worker swe_lite's judge uses), and answers one request at a time.
 
 Where both sandboxes have link folders (sandboxes/link.py), the two talk over a FIFO pair the host shares between
 them, one pair per worker generation, and the host parses none of it: it starts and restarts the worker (`N`,
@@ -47,7 +47,7 @@ def script(name: str) -> str:
 
 
 JUDGE = script("suite_judge.py")
-WORKER = script("suite_worker.py")
+WORKER = script("worker.py")  # one worker for both judges (judge.py starts it too)
 
 
 @dataclass

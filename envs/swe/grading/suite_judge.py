@@ -1,7 +1,7 @@
 """The suite judge: runs INSIDE a judge sandbox as `python3 -I -B -c <wire.py + this file> <json args>`.
 
 It runs a real package's own pytest suite (the task's hidden tests, its conftest and helpers) with pytest, and the
-package is NOT here: importing it gives a module whose every use is a request to the worker (suite_worker.py), which
+package is NOT here: importing it gives a module whose every use is a request to the worker (worker.py), which
 runs the repository's code in the grading sandbox. So the tests' control flow, their assertions and pytest's report
 are this process's alone, and nothing the repository's code does can reach them; what it can do is answer.
 What a request may bring back is decided here: exact builtin values, a few standard library values by their
@@ -735,20 +735,10 @@ class Remote:
         link = object.__getattribute__(self, "_link")
         result = self._ask("call", args=[link.encode(a) for a in args],
                            kwargs={k: link.encode(v) for k, v in kwargs.items()})
-        lent = {k: v for k, v in [*enumerate(args), *kwargs.items()] if type(v) in (list, dict, set)}
-        for item in link.last_out:  # the test's lists, dicts and sets went as copies: they take the new state
-            if type(item) is not list or len(item) != 2 or type(item[0]) not in (int, str):
-                raise _refuse("a malformed changed argument")
-            target, new = lent.get(item[0]), link.decode(item[1])
-            if target is None:
-                continue
-            if type(new) is not type(target):
-                raise _refuse("a changed argument of another type")
-            if type(target) is list:
-                target[:] = new
-            else:
-                target.clear()
-                target.update(new)
+        try:  # the test's lists, dicts and sets went as copies: they take the new state
+            wire.write_back(link.last_out, wire.lent(args, kwargs), link.decode)
+        except wire.WireRefused as e:
+            raise _refuse(str(e)) from None
         return result
 
     def __instancecheck__(self, obj) -> bool:
@@ -880,9 +870,9 @@ def canonical(x, link: Link, depth: int = 0):
     if t in (list, tuple):
         return t(canonical(v, link, depth + 1) for v in x)
     if t in (set, frozenset):
-        return t(_freeze(canonical(v, link, depth + 1)) for v in x)
+        return t(wire.freeze(canonical(v, link, depth + 1)) for v in x)
     if t is dict:
-        return {_freeze(canonical(k, link, depth + 1)): canonical(v, link, depth + 1) for k, v in x.items()}
+        return {wire.freeze(canonical(k, link, depth + 1)): canonical(v, link, depth + 1) for k, v in x.items()}
     if isinstance(x, type) and vars(x).get("_agentrl_link") is link:
         return ("<ref>", vars(x)["_agentrl_ref"])
     std = wire.std_name(x)
@@ -1010,16 +1000,6 @@ LINK: list = []  # the process's one Link (a pickled worker object is rebuilt th
 def _unpickle(data: bytes):
     """The other half of a worker object's pickle round trip: the worker loads what it dumped."""
     return LINK[0].request({"op": "unpickle", "data": wire.encode_exact(data)})
-
-
-def _freeze(x):
-    if type(x) in (list, tuple):
-        return tuple(_freeze(v) for v in x)
-    if type(x) is dict:
-        return frozenset((k, _freeze(v)) for k, v in x.items())
-    if type(x) is set:
-        return frozenset(x)
-    return x
 
 
 def _exact(value, kind: type, what: str):

@@ -1,11 +1,12 @@
 """The grading wire: values as tagged JSON, decoded in bounded time and memory, whatever the peer sends; and the
 one table of the builtin operations a request may name.
 
-The judge (judge.py, on the host) reads this from the repo's worker (worker.py), and the suite judge (suite_judge.py,
-in a sandbox of its own) from its worker (suite_worker.py); suite.py pastes this file into those two sandbox
-scripts, so it imports only the standard library. A value is `null`, `true`/`false`, a JSON string, or one of
+Both judges read this from the one worker (worker.py): swe_lite's (judge.py, on the host) and the suite judge
+(suite_judge.py, in a sandbox of its own); suite.py pastes this file into those two sandbox scripts, so it imports
+only the standard library. A value is `null`, `true`/`false`, a JSON string, or one of
     {"int": digits}  {"float": repr}  {"bytes": hex}  {"list" | "tuple" | "set" | "frozenset": [values]}
-    {"dict": [[key, value], ...]}  and handles ({"ref"}, {"jref"}, {"wref"}: the caller decodes them, `handle`)
+    {"dict": [[key, value], ...]}  and handles ({"wref"} the worker's, {"jref"} the judge's: the caller decodes
+    them, `handle`)
     and the caller's own extensions ({"std"}, {"stdname"}: `special`; a stdname resolves only through STD_TABLE).
 The peer is hostile, so decoding is bounded: the line length, the nesting depth, the number of values, the digits
 of an int, and the time (a `check` callback, called every few thousand values, raises when a deadline passed).
@@ -24,7 +25,7 @@ MAX_NODES = 200_000  # values in one answer
 MAX_INT_DIGITS = 4000
 MAX_COLLISIONS = 8  # set members or dict keys of one value that share one hash
 CHECK_EVERY = 4096  # values decoded between two calls of the time check
-HANDLE_KEYS = ("ref", "jref", "wref")
+HANDLE_KEYS = ("jref", "wref")
 SPECIAL_KEYS = ("std", "stdname", "exc")
 # The standard library's classes that travel by name (`{"stdname": "module:name"}`), so the package's identity checks
 # (`type(x) is int`, `cls is datetime.date`) hold on both sides. The only names there are: each is looked up as the
@@ -299,6 +300,45 @@ def operations() -> dict:
 
 def _reflected(op):
     return lambda a, b: op(b, a)
+
+
+def write_back(out, lent: dict, decode) -> None:
+    """Give the caller's lists, dicts and sets that went to a call as copies (`lent`: position or keyword -> the
+    object) the state the call left them in (`out`, the peer's [[position or keyword, value], ...], each value
+    decoded by `decode`); WireRefused for a malformed list or a value of another type."""
+    if type(out) is not list:
+        raise WireRefused("a malformed changed-arguments list")
+    for item in out:
+        if type(item) is not list or len(item) != 2 or type(item[0]) not in (int, str):
+            raise WireRefused("a malformed changed argument")
+        new = decode(item[1])
+        target = lent.get(item[0])
+        if target is None:  # not one of the caller's containers (a range sent as a list): nothing to update
+            continue
+        if type(new) is not type(target) or type(target) not in (list, dict, set):
+            raise WireRefused("a changed argument of another type")
+        if type(target) is list:
+            target[:] = new
+        else:
+            target.clear()
+            target.update(new)
+
+
+def lent(args, kwargs: dict) -> dict:
+    """The lists, dicts and sets among a call's arguments, by position or keyword (what `write_back` refills)."""
+    return {k: v for k, v in [*enumerate(args), *kwargs.items()] if type(v) in (list, dict, set)}
+
+
+def freeze(x):
+    """A hashable form of an exact value (lists and tuples as tuples, dicts and sets as frozensets), for a set
+    member or dict key of a canonical form."""
+    if type(x) in (list, tuple):
+        return tuple(freeze(v) for v in x)
+    if type(x) is dict:
+        return frozenset((k, freeze(v)) for k, v in x.items())
+    if type(x) is set:
+        return frozenset(x)
+    return x
 
 
 def encode_exact(x, depth: int = 0, other=None):

@@ -144,7 +144,7 @@ JUDGE_ATTACKS: dict[str, tuple[str, list]] = {
     "worker_loop_taken_over": (VALUE_TASK, [append("bank.py", "import __main__, os\nwhile True:\n"
                                                    "    line = __main__.PROTO_IN.readline()\n    if not line:\n"
                                                    f"        os._exit(0)\n    os.write(__main__.PROTO_OUT, b'{FORGED}\\n')")]),
-    "worker_encoder_hijacked": (VALUE_TASK, [append("bank.py", "import __main__\n__main__.enc = lambda x: {'int': '12'}")]),
+    "worker_encoder_hijacked": (VALUE_TASK, [append("bank.py", "import __main__\n__main__.enc = lambda x, *a, **k: {'int': '12'}")]),
     "report_json_hijacked": (VALUE_TASK, [append("bank.py", "import json\n"
                                                  f"json.dumps = lambda *a, **k: '{FORGED}'\n"
                                                  "json.JSONEncoder.encode = lambda self, o: 'true'")]),
@@ -165,8 +165,8 @@ JUDGE_ATTACKS: dict[str, tuple[str, list]] = {
                                                "    os.write(__main__.PROTO_OUT, b'{\"ok\": ' + b'{\"list\": [' * 5000 + b'\\n')\n"
                                                "    return 12")]),
     "handle_kind_changed": (VALUE_TASK, [append("bank.py", "import __main__\n_ref = __main__.ref\n"
-                                                "__main__.ref = lambda o: {'ref': 1, 'kind': 'class', 'name': 'X', "
-                                                "'exc': ['AssertionError']}")]),
+                                                "__main__.ref = lambda o: {'wref': 1, 'kind': 'class', 'name': 'X', "
+                                                "'exc': 'AssertionError'}")]),
     "base_exception_claimed": (TASK, [append("bank.py", "import __main__\n"
                                                             "__main__.raised = lambda e: {'cls': 'KeyboardInterrupt', "
                                                             "'msg': ''}")]),

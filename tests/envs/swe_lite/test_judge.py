@@ -160,16 +160,19 @@ MALFORMED = {
     "dict_repeated_key": {"dict": [["a", 1], ["a", None]]},
     "unknown_tag": {"thing": []},
     "extra_key": {"int": "1", "x": 1},
-    "ref_zero": {"ref": 0, "kind": "object", "name": "x"},
-    "ref_bad_kind": {"ref": 3, "kind": "frame", "name": "x"},
-    "exc_base_not_exception": {"ref": 3, "kind": "class", "name": "E", "exc": ["KeyboardInterrupt"]},
+    "ref_zero": {"wref": 0, "kind": "object", "name": "x"},
+    "ref_bad_kind": {"wref": 3, "kind": "frame", "name": "x"},
+    "exc_base_not_exception": {"wref": 3, "kind": "class", "name": "E", "exc": "KeyboardInterrupt"},
+    "judge_handle_never_issued": {"jref": 1},
+    "stdname_outside_the_table": {"stdname": "os:system"},
+    "std_value_of_objects": {"std": "datetime.date", "args": {"tuple": [{"list": []}, 1, 1]}},
     "too_deep": json.loads('{"list": [' * 40 + ']}' * 40),
 }
 
 
 @pytest.mark.parametrize("name", sorted(MALFORMED))
 def test_malformed_answers_are_refused(sandbox, name):
-    hijack = f"import __main__, json\n__main__.enc = lambda x: json.loads({json.dumps(json.dumps(MALFORMED[name]))})\n"
+    hijack = f"import __main__, json\n__main__.enc = lambda x, *a, **k: json.loads({json.dumps(json.dumps(MALFORMED[name]))})\n"
     run = judge(sandbox, hijack + "def f():\n    return 1\n", "from mod import f\n\n\ndef test_f():\n    assert f() == 1\n")
     assert not run.valid and run.refused and run.cases.get("tests/test_mod.py::test_f") is None, (name, run)
 
@@ -177,7 +180,7 @@ def test_malformed_answers_are_refused(sandbox, name):
 def test_a_handle_that_changes_kind_is_refused(sandbox):
     hijack = ("import __main__\n_seen = []\n_real = __main__.ref\n"
               "def ref(o):\n    _seen.append(1)\n    out = _real(o)\n"
-              "    return {'ref': 2, 'kind': 'object', 'name': 'A'} if len(_seen) > 2 else out\n__main__.ref = ref\n")
+              "    return {'wref': 2, 'kind': 'object', 'name': 'A'} if len(_seen) > 2 else out\n__main__.ref = ref\n")
     run = judge(sandbox, hijack + "class A:\n    pass\n", "from mod import A\n\n\ndef test_a():\n    A()\n    A()\n")
     assert not run.valid and "changed its kind" in run.refused, run
 
@@ -283,7 +286,7 @@ def test_a_hash_flood_is_refused_in_time_without_holding_the_interpreter_lock(sa
     judge build the set on the host, O(n²) comparisons holding the GIL (25,000 of them: 6.9 s, past a 5 s grade
     deadline). The judge now refuses more than a few members per hash before building anything."""
     flood = f'{{"set": [{{"int": str(k * {COLLIDING})}} for k in range(199999)]}}'  # 200,000 values with the set
-    module = f"import __main__\n__main__.enc = lambda x: {flood}\n\n\ndef f():\n    return 1\n"
+    module = f"import __main__\n__main__.enc = lambda x, *a, **k: {flood}\n\n\ndef f():\n    return 1\n"
     with Watchdog() as dog:
         run = judge(sandbox, module, "from mod import f\n\n\ndef test_f():\n    assert f() == 1\n", timeout=30)
     assert not run.valid and "hash flood" in run.refused, run
@@ -299,9 +302,9 @@ def test_handles_and_exception_classes_per_worker_are_capped(sandbox, kind):
 
     from agentrl.envs.swe.grading.judge import MAX_EXC_CLASSES, MAX_HANDLES
 
-    handle = ("{'ref': k + 2, 'kind': 'class', 'name': 'E%d' % k, 'exc': ['ValueError']}" if kind == "exception classes"
-              else "{'ref': k + 2, 'kind': 'object', 'name': 'O'}")
-    module = (f"import __main__\n__main__.enc = lambda x: {{'list': [{handle} for k in range(100000)]}}\n\n\n"
+    handle = ("{'wref': k + 2, 'kind': 'class', 'name': 'E%d' % k, 'exc': 'ValueError'}" if kind == "exception classes"
+              else "{'wref': k + 2, 'kind': 'object', 'name': 'O'}")
+    module = (f"import __main__\n__main__.enc = lambda x, *a, **k: {{'list': [{handle} for k in range(100000)]}}\n\n\n"
               "def f():\n    return 1\n")
     tracemalloc.start()
     try:

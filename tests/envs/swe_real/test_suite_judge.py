@@ -1,4 +1,4 @@
-"""The suite judge (grading/suite.py, suite_judge.py, suite_worker.py) on a package written here, in real Docker
+"""The suite judge (grading/suite.py, suite_judge.py, worker.py) on a package written here, in real Docker
 sandboxes: what a real suite needs works across the split (callbacks, a test's subclass with super(), pytest.raises
 and warns, capsys, enum parameters, shared lists), a bug fails its tests, and every way the repository's code
 could write its own verdict fails or makes the run invalid."""
