@@ -32,7 +32,12 @@ Per package (its own RNG, seeded by (seed, package), so any subset regenerates i
 6. sealed snapshots: every test file some task of the package hides leaves every task's snapshot (`seal`).
 7. decided by the suite judge: gold and empty are graded under it (grading/suite.py); only the F2P tests gold passes
    and empty fails there, and the P2P tests both pass, stay; fewer than MIN_F2P F2P tests drop the task
-   (`judge_filter`). `--judge-filter FILE` runs steps 6-7 on a file made before them.
+   (`judge_filter`). `--judge-filter FILE` runs steps 6-8 on a file made before them.
+8. generic non-fixes under the suite judge (nonfixes.py): mock.ANY returned from the faulty function(s), or only
+   where they return a package object, or from the functions the issue blames; every package class equal to
+   anything. Each is screened by a plain pytest run of the F2P tests, and one that passes them there is graded as
+   the env grades a submission; a task whose tests all pass under one is dropped (`nonfix_filter`), and the
+   log counts the drops per non-fix. `--nonfix-filter FILE` runs step 8 alone on a file made before it.
 Grading is `suite_judge`: the package's tests run in a judge sandbox, its code in a worker sandbox.
 """
 
@@ -52,6 +57,7 @@ from pathlib import Path
 import agentrl.envs.swe.audit as strength
 import agentrl.envs.swe.grading.grader as grading
 import agentrl.envs.swe.real.mutations as mutations
+import agentrl.envs.swe.real.nonfixes as nonfixes
 import agentrl.envs.swe.real.statements as statements
 from agentrl.envs.swe.grading.grader import REPO, run_tests, setup_repo
 from agentrl.envs.swe.levels import min_level
@@ -345,17 +351,70 @@ class Generator:
         """Steps 6 and 7: seal the package's snapshots, then keep each task's tests the suite judge decides (gold
         and empty graded under it); (tasks kept, statistics)."""
         sealed = seal(tasks, clean)
-        kept, stats = [], {"dropped_judge": 0, "f2p_removed": 0, "p2p_removed": 0}
+        restricted, stats = [], {"dropped_judge": 0, "f2p_removed": 0, "p2p_removed": 0}
         for task in sealed:
-            restricted, why = self.judge_filter(task)
-            if restricted is None:
+            got, why = self.judge_filter(task)
+            if got is None:
                 stats["dropped_judge"] += 1
                 self.log(f"  {task.repo}: {task.instance_id} dropped: {why}")
                 continue
-            stats["f2p_removed"] += len(task.FAIL_TO_PASS) - len(restricted.FAIL_TO_PASS)
-            stats["p2p_removed"] += len(task.PASS_TO_PASS) - len(restricted.PASS_TO_PASS)
-            kept.append(restricted)
-        return kept, stats
+            stats["f2p_removed"] += len(task.FAIL_TO_PASS) - len(got.FAIL_TO_PASS)
+            stats["p2p_removed"] += len(task.PASS_TO_PASS) - len(got.PASS_TO_PASS)
+            restricted.append(got)
+        kept, weak = self.nonfix_filter(restricted, clean)
+        return kept, {**stats, **weak}
+
+    def nonfix_filter(self, tasks: list[Task], clean: dict[str, str]) -> tuple[list[Task], dict[str, int]]:
+        """Step 8 on tasks of one package (`clean`: its files): (the tasks no generic non-fix of nonfixes.py
+        passes under the suite judge, {"dropped_nonfix": n, "nonfix <name>": tasks it passed})."""
+        screened = self.nonfix_screen(tasks, clean)
+        stats = {"dropped_nonfix": 0}
+        return [t for t in tasks if not self.nonfix_dropped(t, stats, screened.get(t.instance_id, []))], stats
+
+    def nonfix_screen(self, tasks: list[Task], clean: dict[str, str]) -> dict[str, list[str]]:
+        """{instance_id: the non-fixes no fail-to-pass test rules out in a plain pytest run} (the batch runner: one
+        sandbox call per BATCH_SIZE variants); only these are graded under the suite judge. A plain run lets
+        mock.ANY and an always-equal class equal plain values too, so a test they fail there fails across the
+        split as well, unless it fails at a `!=` or `not` (across the split a package object differs from a plain
+        value: isodate-0028's `-Duration(years=1) != timedelta(days=-365)`): such a test rules nothing out."""
+        jobs = []
+        for task in tasks:
+            pkg = grading.package_of(task)
+            buggy = {p: t for p, t in task.files.items() if clean.get(p) != t}
+            for name, changes in nonfixes.package_nonfixes(task, source_files(pkg, task.files),
+                                                           named_targets(task)).items():
+                jobs.append((task.instance_id, name, {**buggy, **changes}, task.FAIL_TO_PASS))
+        setup_repo(self.sandbox, clean, git=False)  # the clean package holds every hidden test file
+        results = self.screen([(files, ids) for _, _, files, ids in jobs])
+        self.sandbox.exec(f"rm -rf {REPO}", timeout=30, cwd="/")
+        out: dict[str, list[str]] = {}
+        for (instance_id, name, _, _), result in zip(jobs, results, strict=True):
+            if result is not None and not any(map(nonfixes.rules_out, result[1].values())):
+                out.setdefault(instance_id, []).append(name)
+        return out
+
+    def nonfix_weakness(self, task: Task, names: list[str] | None = None) -> list[str]:
+        """Step 8: the non-fixes of nonfixes.py (mock.ANY from the faulty function, or only where it returns a
+        package object, or from the blamed functions; every package class equal to anything), only `names` when
+        given, whose tests all pass under the suite judge, graded as the env grades a submission ([] when the
+        task is strong)."""
+        pkg = grading.package_of(task)
+        variants = nonfixes.package_nonfixes(task, source_files(pkg, task.files), named_targets(task))
+        return [name for name, changes in variants.items() if names is None or name in names
+                if nonfixes.passes(grading.grade(self.sandbox, task, changes=changes, timeout=TIMEOUT_S,
+                                                 mode="suite_judge", judge_sandbox=self.judge_sandbox))]
+
+    def nonfix_dropped(self, task: Task, stats: dict, names: list[str] | None = None) -> bool:
+        """True when some non-fix of step 8 (only `names` when given; none when it is empty) passes `task`'s
+        tests; counts it in `stats` ("dropped_nonfix", and "nonfix <name>" per non-fix that passed) and logs why."""
+        passing = self.nonfix_weakness(task, names) if names is None or names else []
+        for name in passing:
+            stats[f"nonfix {name}"] = stats.get(f"nonfix {name}", 0) + 1
+        if passing:
+            stats["dropped_nonfix"] = stats.get("dropped_nonfix", 0) + 1
+            self.log(f"  {task.repo}: {task.instance_id} dropped: a generic non-fix passes its tests under the suite "
+                     f"judge ({', '.join(passing)})")
+        return bool(passing)
 
     def judge_filter(self, task: Task) -> tuple[Task | None, str]:
         """(the task with only the tests the suite judge decides as the in-process run did, or None, why): a
@@ -619,6 +678,35 @@ def judge_filter_file(source: str, out: str, backend: str, names: list[str] | No
     return 0
 
 
+def nonfix_filter_file(source: str, out: str, backend: str, names: list[str] | None) -> int:
+    """Step 8 alone on a task file made before it (sealed and judge-filtered): drop every task whose tests a
+    generic non-fix of nonfixes.py passes under the suite judge; write the other lines of `source` to `out` byte
+    for byte (the tasks of packages not in `names` too) and print the dropped count per non-fix."""
+    from agentrl.sandboxes import open_sandbox
+
+    start = time.monotonic()
+    lines = [x for x in Path(source).read_text(encoding="utf-8").splitlines() if x.strip()]
+    tasks = load_real(source)
+    stats: dict[str, int] = {}
+    dropped: set[str] = set()
+    with open_sandbox(backend, cpus=1.0, memory_mb=1024) as sb, open_sandbox(backend, cpus=1.0, memory_mb=1024) as jsb:
+        gen = Generator(sb, log=lambda m: print(m, flush=True), judge_sandbox=jsb)
+        for pkg in load_packages():
+            mine = [t for t in tasks if t.repo == pkg.repo]
+            if not mine or names and pkg.name not in names:
+                continue
+            t0 = time.monotonic()
+            got, weak = gen.nonfix_filter(mine, snapshot_files(pkg))
+            dropped |= {t.instance_id for t in mine} - {t.instance_id for t in got}
+            for k, v in weak.items():
+                stats[k] = stats.get(k, 0) + v
+            print(f"{pkg.name:<12} {len(got)}/{len(mine)} tasks kept {weak} ({time.monotonic() - t0:.0f}s)", flush=True)
+    kept = [x for x in lines if json.loads(x)["instance_id"] not in dropped]
+    Path(out).write_text("".join(x + "\n" for x in kept), encoding="utf-8")
+    print(f"wrote {len(kept)} of {len(lines)} tasks to {out}: {stats} ({time.monotonic() - start:.0f}s)")
+    return 0
+
+
 def sample(tasks: list[Task], per_package: int) -> list[Task]:
     """The first `per_package` tasks of every package (what CI self-checks)."""
     taken: dict[str, int] = {}
@@ -641,7 +729,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--self-check", action="store_true", help="grade gold and empty for the tasks file")
     ap.add_argument("--sample", type=int, default=0, help="with --self-check: tasks per package (0 = all)")
     ap.add_argument("--judge-filter", metavar="FILE",
-                    help="seal and judge-filter FILE (a task file made before steps 6-7) into --out")
+                    help="seal, judge-filter and non-fix-filter FILE (a task file made before steps 6-8) into --out")
+    ap.add_argument("--nonfix-filter", metavar="FILE",
+                    help="step 8 alone: drop the tasks of FILE a generic non-fix passes under the suite judge, into --out")
     ap.add_argument("--audit", action="store_true",
                     help="with --self-check: also the test-strength audit (generic non-fixes must score 0)")
     args = ap.parse_args(argv)
@@ -656,6 +746,8 @@ def main(argv: list[str] | None = None) -> int:
     start = time.monotonic()
     if args.judge_filter:
         return judge_filter_file(args.judge_filter, args.out, args.backend, args.packages)
+    if args.nonfix_filter:
+        return nonfix_filter_file(args.nonfix_filter, args.out, args.backend, args.packages)
     if args.self_check:
         pinned = {p.repo for p in load_packages() if not args.packages or p.name in args.packages}
         shipped = [t for t in load_real(args.out) if t.repo in pinned]
