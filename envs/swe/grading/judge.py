@@ -360,23 +360,20 @@ def make_exception(cls: type, args: tuple, text: str | None) -> BaseException:
     return e
 
 
-def _exact(value, kind: type, what: str):
-    if type(value) is not kind:
-        raise ExactValueRequired(f"{what} gave a {type(value).__name__}, not a {kind.__name__}")
-    return value
-
-
-class Remote:
-    """A proxy of an object in the worker. Every use asks the worker; nothing here decides a comparison."""
+class Remote(wire.Proxy):
+    """A proxy of an object in the worker (wire.Proxy: every builtin operation asks the worker). Its policy: a test
+    compares exact values, so `==`, `!=`, truth, hash and ordering against a value are refused (the test fails)."""
 
     __slots__ = ("_w", "_ref", "_name")
+    _inexact = ExactValueRequired
+    _order_values = False
 
     def __init__(self, worker: Worker, ref: int, name: str) -> None:
         object.__setattr__(self, "_w", worker)
         object.__setattr__(self, "_ref", ref)
         object.__setattr__(self, "_name", name)
 
-    def _ask(self, fn: str, *args):
+    def _apply(self, fn: str, *args):
         return object.__getattribute__(self, "_w").apply(fn, self, *args)
 
     def __getattr__(self, name: str):
@@ -399,41 +396,6 @@ class Remote:
         finally:
             w.sent_args.pop(id(req), None)
 
-    def __str__(self) -> str:
-        return _exact(self._ask("str"), str, "str()")
-
-    def __repr__(self) -> str:
-        return _exact(self._ask("repr"), str, "repr()")
-
-    def __len__(self) -> int:
-        return _exact(self._ask("len"), int, "len()")
-
-    def __iter__(self):
-        got = self._ask("iter")  # a container's items at once, else the worker's iterator, asked item by item
-        if type(got) is tuple and len(got) <= MAX_ITEMS:
-            return iter(got)
-        if type(got) is not Remote:
-            raise ExactValueRequired("iteration gave neither items nor an iterator")
-        return _items(got)
-
-    def __int__(self) -> int:
-        return _exact(self._ask("int"), int, "int()")
-
-    def __float__(self) -> float:
-        return _exact(self._ask("float"), float, "float()")
-
-    def __getitem__(self, key):
-        return self._ask("getitem", key)
-
-    def __setitem__(self, key, value) -> None:
-        self._ask("setitem", key, value)
-
-    def __delitem__(self, key) -> None:
-        self._ask("delitem", key)
-
-    def __contains__(self, item) -> bool:
-        return _exact(self._ask("contains", item), bool, "`in`")
-
     def __eq__(self, other):
         raise ExactValueRequired(f"`==` on {describe(self)}: tests compare exact values, not objects of the repo")
 
@@ -445,55 +407,6 @@ class Remote:
 
     def __hash__(self) -> int:
         raise ExactValueRequired(f"hash() of {describe(self)}")
-
-    def _order(self, fn: str, other) -> bool:
-        if type(other) is not Remote:
-            raise ExactValueRequired(f"ordering {describe(self)} against a value: tests compare exact values")
-        return _exact(self._ask(fn, other), bool, f"`{fn}`")
-
-    def __lt__(self, other):
-        return self._order("lt", other)
-
-    def __le__(self, other):
-        return self._order("le", other)
-
-    def __gt__(self, other):
-        return self._order("gt", other)
-
-    def __ge__(self, other):
-        return self._order("ge", other)
-
-    def __neg__(self):
-        return self._ask("neg")
-
-    def __pos__(self):
-        return self._ask("pos")
-
-    def __abs__(self):
-        return self._ask("abs")
-
-    def __invert__(self):
-        return self._ask("invert")
-
-
-def _items(iterator: Remote):
-    """The items of the worker's iterator, one request each, at most MAX_ITEMS."""
-    for _ in range(MAX_ITEMS):
-        try:
-            item = iterator._ask("next")
-        except StopIteration:
-            return
-        yield item
-    raise ExactValueRequired(f"an iteration of more than {MAX_ITEMS} items")
-
-
-def _binary(fn: str):
-    return lambda self, other: self._ask(fn, other)
-
-
-for _fn in wire.BINARY:
-    setattr(Remote, f"__{_fn}__", _binary(_fn))
-    setattr(Remote, f"__r{_fn}__", _binary("r" + _fn))
 
 
 # ---------------------------------------------------------------------- the tests' `pytest`

@@ -657,10 +657,12 @@ class RemoteTZ(datetime.tzinfo):
         return hash(self.remote)
 
 
-class Remote:
-    """A proxy of the worker's object. Every use asks the worker; `==` and hash() compare canonical forms."""
+class Remote(wire.Proxy):
+    """A proxy of the worker's object (wire.Proxy: every builtin operation asks the worker). Its policy: `==` with
+    a test's value compares canonical forms; truth, hash and ordering are asked of the worker as exact values."""
 
     __slots__ = ("_link", "_ref", "_meta", "_gen", "_path", "__weakref__")
+    _inexact = ExactValueRequired
 
     def __init__(self, link: Link, ref: int, meta: tuple, path: tuple | None = None) -> None:
         for k, v in (("_link", link), ("_ref", ref), ("_meta", meta), ("_gen", link.gen), ("_path", path)):
@@ -747,52 +749,14 @@ class Remote:
     def __subclasscheck__(self, cls) -> bool:
         return _exact(self._apply("subclass_of", cls), bool, "issubclass()")
 
-    def __str__(self) -> str:
-        return _exact(self._apply("str"), str, "str()")
-
-    def __repr__(self) -> str:
-        return _exact(self._apply("repr"), str, "repr()")
-
     def __format__(self, spec: str) -> str:
         return _exact(self._apply("format", spec), str, "format()")
 
     def __bool__(self) -> bool:
         return _exact(self._apply("bool"), bool, "bool()")
 
-    def __len__(self) -> int:
-        return _exact(self._apply("len"), int, "len()")
-
     def __index__(self) -> int:
         return _exact(self._apply("index"), int, "index()")
-
-    def __int__(self) -> int:
-        return _exact(self._apply("int"), int, "int()")
-
-    def __float__(self) -> float:
-        return _exact(self._apply("float"), float, "float()")
-
-    def __iter__(self):
-        got = self._apply("iter")
-        if type(got) is tuple and len(got) <= MAX_ITEMS:  # the worker's items at once
-            return iter(got)
-        if type(got) is Remote:
-            return got
-        raise ExactValueRequired("iteration of a worker object gave neither its items nor an iterator")
-
-    def __next__(self):
-        return self._apply("next")
-
-    def __getitem__(self, key):
-        return self._apply("getitem", key)
-
-    def __setitem__(self, key, value) -> None:
-        self._apply("setitem", key, value)
-
-    def __delitem__(self, key) -> None:
-        self._apply("delitem", key)
-
-    def __contains__(self, item) -> bool:
-        return _exact(self._apply("contains", item), bool, "`in`")
 
     def __enter__(self):
         return self._apply("enter")
@@ -815,43 +779,11 @@ class Remote:
     def __hash__(self) -> int:
         return _exact(self._apply("hash"), int, "hash()")  # only where it is stored: `==` decides equality
 
-    def _order(self, fn: str, other) -> bool:
-        return _exact(self._apply(fn, other), bool, f"`{fn}`")
-
-    def __lt__(self, other):
-        return self._order("lt", other)
-
-    def __le__(self, other):
-        return self._order("le", other)
-
-    def __gt__(self, other):
-        return self._order("gt", other)
-
-    def __ge__(self, other):
-        return self._order("ge", other)
-
-    def __neg__(self):
-        return self._apply("neg")
-
-    def __pos__(self):
-        return self._apply("pos")
-
-    def __abs__(self):
-        return self._apply("abs")
-
-    def __invert__(self):
-        return self._apply("invert")
-
     def __mro_entries__(self, bases):
         """A test's class deriving from one of the repository's: derive from its shadow base here (see ShadowMeta)."""
         if object.__getattribute__(self, "_meta")[0] != "class":
             raise TypeError("a test's class can derive only from a class")
         return (shadow_base(self),)
-
-
-for _fn in wire.BINARY:
-    setattr(Remote, f"__{_fn}__", (lambda fn: lambda self, other: self._apply(fn, other))(_fn))
-    setattr(Remote, f"__r{_fn}__", (lambda fn: lambda self, other: self._apply("r" + fn, other))(_fn))
 
 
 def canonical(x, link: Link, depth: int = 0):

@@ -1,5 +1,5 @@
-"""The grading wire: values as tagged JSON, decoded in bounded time and memory, whatever the peer sends; and the
-one table of the builtin operations a request may name.
+"""The grading wire: values as tagged JSON, decoded in bounded time and memory, whatever the peer sends; the one
+table of the builtin operations a request may name; and the judges' proxy (`Proxy`) that asks them of the worker.
 
 Both judges read this from the one worker (worker.py): swe_lite's (judge.py, on the host) and the suite judge
 (suite_judge.py, in a sandbox of its own); suite.py pastes this file into those two sandbox scripts, so it imports
@@ -25,6 +25,7 @@ MAX_NODES = 200_000  # values in one answer
 MAX_INT_DIGITS = 4000
 MAX_COLLISIONS = 8  # set members or dict keys of one value that share one hash
 CHECK_EVERY = 4096  # values decoded between two calls of the time check
+MAX_ITEMS = 10_000  # items of one iteration that come at once
 HANDLE_KEYS = ("jref", "wref")
 SPECIAL_KEYS = ("std", "stdname", "exc")
 # The standard library's classes that travel by name (`{"stdname": "module:name"}`), so the package's identity checks
@@ -300,6 +301,99 @@ def operations() -> dict:
 
 def _reflected(op):
     return lambda a, b: op(b, a)
+
+
+class Proxy:
+    """A judge's proxy of a worker object: each builtin operation on it is the operation of that name above, asked
+    of the worker through the judge's `_apply(fn, *args)`; an answer that must be an exact str, int, float or bool
+    is checked, else the judge's `_inexact` exception. A judge's Remote adds its transport, attribute access and its
+    policy for `==`, `!=`, truth, hash and ordering (swe_lite's refuses them; the suite judge asks)."""
+
+    __slots__ = ()
+    _inexact = TypeError
+    _order_values = True  # whether `<` and the like may compare a worker object with a plain value
+
+    def _order(self, fn: str, other) -> bool:
+        if not self._order_values and type(other) is not type(self):
+            raise self._inexact("ordering a worker object against a value: tests compare exact values")
+        return self._exact(fn, bool, other)
+
+    def __lt__(self, other):
+        return self._order("lt", other)
+
+    def __le__(self, other):
+        return self._order("le", other)
+
+    def __gt__(self, other):
+        return self._order("gt", other)
+
+    def __ge__(self, other):
+        return self._order("ge", other)
+
+    def _exact(self, fn: str, kind: type, *args):
+        got = self._apply(fn, *args)
+        if type(got) is not kind:
+            raise self._inexact(f"{fn} of a worker object gave a {type(got).__name__}, not a {kind.__name__}")
+        return got
+
+    def __str__(self) -> str:
+        return self._exact("str", str)
+
+    def __repr__(self) -> str:
+        return self._exact("repr", str)
+
+    def __len__(self) -> int:
+        return self._exact("len", int)
+
+    def __int__(self) -> int:
+        return self._exact("int", int)
+
+    def __float__(self) -> float:
+        return self._exact("float", float)
+
+    def __contains__(self, item) -> bool:
+        return self._exact("contains", bool, item)
+
+    def __iter__(self):
+        got = self._apply("iter")  # a container's items at once, else the worker's iterator, asked item by item
+        if type(got) is tuple and len(got) <= MAX_ITEMS:
+            return iter(got)
+        if type(got) is type(self):
+            return got
+        raise self._inexact("iteration of a worker object gave neither its items nor an iterator")
+
+    def __next__(self):
+        return self._apply("next")
+
+    def __getitem__(self, key):
+        return self._apply("getitem", key)
+
+    def __setitem__(self, key, value) -> None:
+        self._apply("setitem", key, value)
+
+    def __delitem__(self, key) -> None:
+        self._apply("delitem", key)
+
+    def __neg__(self):
+        return self._apply("neg")
+
+    def __pos__(self):
+        return self._apply("pos")
+
+    def __abs__(self):
+        return self._apply("abs")
+
+    def __invert__(self):
+        return self._apply("invert")
+
+
+def _binary(fn: str):
+    return lambda self, other: self._apply(fn, other)
+
+
+for _fn in BINARY:
+    setattr(Proxy, f"__{_fn}__", _binary(_fn))
+    setattr(Proxy, f"__r{_fn}__", _binary("r" + _fn))
 
 
 def write_back(out, lent: dict, decode) -> None:
