@@ -11,11 +11,14 @@ setup:  ## create .venv, install torch (CPU) + agentrl[dev] + the default model,
 demo: setup  ## base model → warm start → GRPO on swe_lite level 0, then a before/after table (CPU, ~15 min)
 	$(PY) scripts/demo_swe.py
 
-test: setup  ## the full suite, slow end-to-end tests included (what CI runs); ends with the 30 slowest tests
-	$(PY) -m pytest -q --durations=30
+WORKERS ?= 3  # pytest-xdist workers: tests wait on sandboxes, subprocesses and sockets, so more than the cores pay
 
-test-fast: setup  ## skip the slow end-to-end tests
-	$(PY) -m pytest -q -m "not slow"
+test: setup  ## the full suite (what CI runs): WORKERS at once, then the `serial` tests alone; prints the 30 slowest
+	$(PY) -m pytest -q -n $(WORKERS) --dist load -m "not serial" --durations=30
+	$(PY) -m pytest -q -m serial --durations=5
+
+test-fast: setup  ## the edit loop: no Docker, no slow end-to-end tests (a few minutes)
+	$(PY) -m pytest -q -n $(WORKERS) --dist load -m "not slow and not docker and not serial"
 
 bench: setup  ## every benchmark in bench/ (each prints ratios against a baseline measured in the same run)
 	@for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

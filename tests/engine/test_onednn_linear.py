@@ -74,9 +74,29 @@ def test_packed_view_shares_tensors_and_leaves_the_model_alone(plain):
         torch.testing.assert_close(twin(ids).logits, got, atol=0, rtol=0)
 
 
+def _cpu_flags() -> set[str]:
+    """This machine's CPU flags as the kernel lists them (empty where /proc/cpuinfo is absent)."""
+    try:
+        text = open("/proc/cpuinfo").read()
+    except OSError:
+        return set()
+    return {f for line in text.splitlines() if line.startswith("flags") for f in line.split(":", 1)[1].split()}
+
+
 def test_packing_is_only_offered_for_float32_and_bfloat16_on_cpu(plain, tok):
+    """bf16 is offered only where this CPU's oneDNN packs it (avx512bw+vl+dq or avx_ne_convert): on an AVX2-only
+    CPU (AMD Zen 3) the offer crashed the bf16 engine at its first layer (mkldnn_reorder_linear_weight)."""
     assert packing_supported(plain)
-    assert packing_supported(copy.deepcopy(plain).to(torch.bfloat16))  # the bf16 engine (agentrl.precision)
+    flags = _cpu_flags()
+    bf16_packs = {"avx512bw", "avx512vl", "avx512dq"} <= flags or "avx_ne_convert" in flags
+    as_bf16 = copy.deepcopy(plain).to(torch.bfloat16)
+    assert packing_supported(as_bf16) == bf16_packs, sorted(f for f in flags if f.startswith("avx"))
+    bf16 = EmbeddedEngine(as_bf16, tok, seed=0)  # packed or not, it builds and decodes on every CPU
+    try:
+        out = run(bf16.generate([1, 2, 3], SamplingParams(max_new_tokens=2, temperature=1.0, seed=0)))
+        assert len(out.output_ids) >= 1 and isinstance(bf16.model.lm_head, PackedLinear) == bf16_packs
+    finally:
+        run(bf16.close())
     assert not packing_supported(copy.deepcopy(plain).to(torch.float16))
     on = EmbeddedEngine(plain, tok, seed=0)
     off = EmbeddedEngine(plain, tok, seed=0, packed_weights=False)

@@ -281,6 +281,7 @@ class Watchdog:
         self._thread.join()
 
 
+@pytest.mark.serial  # bounds the host interpreter-lock gap: other workers would add their own
 def test_a_hash_flood_is_refused_in_time_without_holding_the_interpreter_lock(sandbox):
     """Guards a stall the worker chose: a set of 200,000 ints that all hash to 0 (the node cap allows it) made the
     judge build the set on the host, O(n²) comparisons holding the GIL (25,000 of them: 6.9 s, past a 5 s grade
