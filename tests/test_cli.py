@@ -95,6 +95,7 @@ def _rows(run, step):
     return sorted((r["task_id"], r["segments"][0]["token_ids"]) for r in rows if r["metrics"]["train/step"] == step)
 
 
+@pytest.mark.slow
 def test_bare_resume_continues_the_run_with_its_own_config(tmp_path, capsys):
     """Guards resume ignoring config.yaml (it trained the preset env with default settings, and keep-2 pruned
     the run's checkpoints): `agentrl train --resume RUN` alone must reproduce the uninterrupted step."""
@@ -115,6 +116,7 @@ def test_bare_resume_continues_the_run_with_its_own_config(tmp_path, capsys):
     assert (run / "config.yaml").read_text() == saved
 
 
+@pytest.mark.slow
 def test_a_stop_during_step_1_resumes_without_redoing_the_warm_start(tmp_path, capsys, monkeypatch):
     """Guards Ctrl-C during step 1 after the expert warm start saying "nothing to resume" (the swe_lite preset lost
     its 12-min warm start): the warm start is checkpointed as step 0, the stop names --resume, and the resume
@@ -146,6 +148,7 @@ def test_a_stop_during_step_1_resumes_without_redoing_the_warm_start(tmp_path, c
     assert (run / "sft_metrics.jsonl").read_text() == warm
 
 
+@pytest.mark.slow
 def test_a_time_budget_stops_train_with_a_resume_line_and_resume_finishes(tmp_path, capsys):
     """The README's `trainer.max_train_s` flow as typed: the run stops early (exit 0) at a checkpoint, says how to
     continue, and `--resume RUN trainer.max_train_s=null` trains the remaining step."""
@@ -228,6 +231,7 @@ class SlowEnv(ParityEnv):
         return super().step(action)
 
 
+@pytest.mark.slow
 def test_ctrl_c_during_train_says_how_to_resume(tmp_path):
     import os
     import signal
@@ -312,6 +316,7 @@ def test_eval_num_tasks_on_an_env_with_a_task_list_points_at_limit(capsys):
     assert "unrecognized arguments: --limt 3 (did you mean --limit?)" in err, err
 
 
+@pytest.mark.slow
 def test_an_envs_own_exception_in_preflight_is_the_envs_error_not_a_kwargs_problem(tmp_path):
     """Guards 'env.kwargs: env ... failed at reset' for an env whose own code raised (no kwargs were given): the
     line names the env, the stage, the exception and where it was raised, and blames no config key."""
@@ -336,6 +341,7 @@ def test_invalid_yaml_names_the_file_and_the_line(tmp_path):
     assert "<unicode string>" not in r.stderr
 
 
+@pytest.mark.slow
 def test_a_missing_init_from_path_is_said_to_be_missing(tmp_path):
     """Guards "unknown model '/x': not a local directory, not a hub id ..." for a mistyped checkpoint path."""
     missing = tmp_path / "runs" / "sft" / "checkpoints" / "step_000000"
@@ -346,6 +352,7 @@ def test_a_missing_init_from_path_is_said_to_be_missing(tmp_path):
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.slow
 def test_check_env_says_what_passed(tmp_path):
     """Guards a silent check_env: the README's custom env, checked as the README says, prints one success line."""
     from pathlib import Path
@@ -366,6 +373,7 @@ class ConstantEnv(ParityEnv):
         return [], 1.0, True, False, {}
 
 
+@pytest.mark.slow
 def test_a_run_in_which_no_step_trained_exits_1_and_says_why_its_episodes_grew(tmp_path):
     """Guards exit 0 with 'done' and a checkpoint of the initial weights when every step was SKIPPED, and the
     progress total growing 4 → 12 episodes (dynamic sampling's resamples) without a word."""
@@ -393,6 +401,7 @@ class FlakyToolEnv(ParityEnv):
         return super().step(action)
 
 
+@pytest.mark.slow
 def test_steps_are_numbered_from_1_in_every_output(tmp_path):
     """Guards step 1 in the console, dashboard and checkpoints being step 0 in metrics.jsonl, TensorBoard,
     samples/ and trajectories.jsonl: one run, every place it writes a step number."""
@@ -425,6 +434,7 @@ def test_steps_are_numbered_from_1_in_every_output(tmp_path):
     assert plot.returncode == 0 and (run / "dashboard.png").stat().st_size > 0, plot.stderr
 
 
+@pytest.mark.slow
 def test_serve_on_a_busy_port_is_one_line_and_exit_2():
     """Guards a 25-line OSError traceback with exit 1 from `agentrl serve --port <busy>` (`agentrl gateway` said
     it in one line with exit 2)."""

@@ -30,6 +30,7 @@ def _eval(out: Path, *argv: str) -> list[str]:
             "--concurrency", "1", "--out", str(out), *argv]
 
 
+@pytest.mark.slow
 def test_eval_says_episodes_are_running_and_labels_the_summed_episode_time(tmp_path):
     """Guards an eval silent for the whole of each long episode, and 'episode time 194s' beside 'wall time 144s'
     with nothing saying the first is a sum over episodes that ran at the same time."""
@@ -52,6 +53,7 @@ def test_eval_says_episodes_are_running_and_labels_the_summed_episode_time(tmp_p
                                              "seconds, got 0\n", r.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("sig", "status", "how"), [(signal.SIGINT, 130, "interrupted"),
                                                     (signal.SIGTERM, 143, "terminated (SIGTERM)")])
 def test_a_stopped_eval_says_how_to_resume_and_the_rerun_finishes_the_rest(tmp_path, sig, status, how):

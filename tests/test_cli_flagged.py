@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.test_cli import TINY_RUN, ParityEnv
 
 REPO = Path(__file__).resolve().parents[1]
@@ -36,6 +38,7 @@ def _train(run: Path, *overrides: str) -> subprocess.CompletedProcess:
     return r
 
 
+@pytest.mark.slow
 def test_flagged_episodes_warn_once_per_window_and_show_beside_reward(tmp_path):
     from agentrl.trainer.monitor import FLAGGED_WINDOW
     from agentrl.trainer.plot import FLAGGED, panel_series, read_metrics

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.test_cli import TINY_RUN
 
 REPO = Path(__file__).resolve().parents[1]
@@ -26,6 +28,7 @@ def _logged(tmp_path: Path, *argv: str) -> list[str]:
     return text.splitlines()
 
 
+@pytest.mark.slow
 def test_train_and_its_warm_start_logged_to_a_file_write_whole_lines(tmp_path):
     """Guards step summaries wrapped at 80 columns (so `grep '^step'` lost the rest of each) and the progress
     bar's last frame left in the file as a fragment ('step 2… episodes … (4 → 8 episodes: … (dynami…')."""
@@ -44,6 +47,7 @@ def test_train_and_its_warm_start_logged_to_a_file_write_whole_lines(tmp_path):
     assert any(PROGRESS.match(line) and line.startswith("sft 1/1") for line in lines), lines
 
 
+@pytest.mark.slow
 def test_eval_logged_to_a_file_writes_a_line_per_episode_and_the_summary(tmp_path):
     lines = _logged(tmp_path, "eval", "--env", "tests.test_cli:ParityEnv", "--model", "tiny", "--num-tasks", "3",
                     "--max-new-tokens", "8", "--out", str(tmp_path / "r.jsonl"))

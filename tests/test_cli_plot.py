@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 
 AGENT = '''
@@ -28,6 +30,7 @@ def _cli(*argv: str) -> subprocess.CompletedProcess:
     return r
 
 
+@pytest.mark.slow
 def test_the_dashboard_of_an_agent_program_run(tmp_path):
     """Guards ticks at 1.5, 2.5 … on an axis of whole steps, rollout/reward_mean drawn under
     rollout/reward_trained_mean on the axis of rollout/format_ok_share, and no gateway panel although the

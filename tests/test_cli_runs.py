@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.test_cli import TINY_RUN, ParityEnv
 
 REPO = Path(__file__).resolve().parents[1]
@@ -28,6 +30,7 @@ class SlowExpertEnv(ParityEnv):
         return super().step(action)
 
 
+@pytest.mark.slow
 def test_a_missing_model_leaves_no_run_folder(tmp_path):
     """Guards `runs/<x>/` holding only config.yaml after `model.name=<a path that is not there>` (train and sft)."""
     missing = tmp_path / "no-such-model"
@@ -40,6 +43,7 @@ def test_a_missing_model_leaves_no_run_folder(tmp_path):
         assert not run.exists(), sorted(p.name for p in run.iterdir())
 
 
+@pytest.mark.slow
 def test_sigterm_during_start_up_leaves_no_run_folder_and_says_so(tmp_path):
     """Guards `runs/<x>/` holding only config.yaml after a SIGTERM during start-up (here: while the warm start
     collects its expert episodes, after config.yaml was written): the folder is removed and the line says so."""
@@ -70,6 +74,7 @@ def test_sigterm_during_start_up_leaves_no_run_folder_and_says_so(tmp_path):
     assert "Traceback" not in err and not run.exists(), err
 
 
+@pytest.mark.slow
 def test_plot_says_what_a_folder_without_metrics_is(tmp_path):
     """Guards 'metrics.jsonl does not exist: is X an agentrl run directory?' for folders a user does have: a
     warm-start-only run, a run stopped before its first step (an older agentrl left those), the runs/ folder."""
@@ -107,6 +112,7 @@ class OnlyTheExpertEnv(ParityEnv):
         return "the answer is 42"
 
 
+@pytest.mark.slow
 def test_a_first_run_in_which_every_episode_scored_0_names_the_choices_that_apply(tmp_path):
     """Guards 'error: no step trained … give the policy reward variance (an expert warm start with sft.episodes,
     …)' after a run whose warm start already ran: every group scored 0, and the line now says so and names the

@@ -96,6 +96,7 @@ def test_worker_resources_take_dotted_keys():
         load_config(None, overrides=["cluster.worker_resources.CPU=1"])
 
 
+@pytest.mark.slow
 def test_the_local_backend_does_not_import_ray():
     """Guards `cluster.backend=local needs no Ray`: the training loop and the backends import without it."""
     import subprocess

@@ -209,6 +209,7 @@ def _cli(tmp_path, *argv):
                           timeout=300, cwd=tmp_path, env=env)
 
 
+@pytest.mark.slow
 def test_eval_runs_any_env_with_seeds_as_tasks_and_null_for_what_nobody_graded(tmp_path):
     """Guards `agentrl eval` refusing every env but swe_lite, and p2p_pass: 0.0 for an ungraded episode."""
     out = tmp_path / "calc.jsonl"
@@ -243,6 +244,7 @@ def test_a_record_holds_the_hooks_fields_where_graded_and_null_elsewhere_never_0
     assert infra["infra_error"] and infra["reward"] is None and infra["p2p_pass"] is None and infra["error"] == "why"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("env", ["calc", "examples.custom_env:GuessEnv"])
 def test_an_untrained_model_scores_0_with_the_training_budget_and_the_summary_says_why(tmp_path, env):
     """Guards eval masking a weak model: with no format-error budget and a context larger than the model's, the
@@ -260,6 +262,7 @@ def test_an_untrained_model_scores_0_with_the_training_budget_and_the_summary_sa
     assert "endings            2 format_errors (actions that never parsed as a tool call)" in r.stdout, r.stdout
 
 
+@pytest.mark.slow
 def test_infra_errors_fail_the_job_and_are_retried_on_rerun(tmp_path):
     """Guards a job of only infra errors exiting 0 with 'resolved rate 0.0%' and never retrying them."""
     out = tmp_path / "r.jsonl"
@@ -323,6 +326,7 @@ class NoResetEnv(CoinEnv):
         raise ValueError("tasks file has no 'prompt' column")
 
 
+@pytest.mark.slow
 def test_wall_clock_budget_ends_the_episode_or_the_record_says_why(tmp_path):
     """Guards --episode-timeout-s (then --wall-clock-s) 60 taking 97 s silently: the loop's deadline is the budget itself (it was budget +
     300 s), and an episode that still runs over by more than 10 % carries the reason in its record."""

@@ -28,6 +28,7 @@ def _record(d: Path) -> dict:
     return json.loads((d / "agentrl-complete.json").read_text())
 
 
+@pytest.mark.slow
 def test_tokenizer_cache_is_reused_and_a_corrupt_one_is_rebuilt(temp_cache):
     first = models.default_tokenizer_dir()
     created = _record(first)["created"]
@@ -63,6 +64,7 @@ def test_default_model_converts_once_and_second_load_is_fast(temp_cache):
     assert _record(d)["created"] > created
 
 
+@pytest.mark.slow
 def test_two_processes_converting_at_once_do_not_collide(temp_cache):
     """The lock makes the second process wait and reuse the first one's conversion (one record, one dir)."""
     code = "from agentrl import models; print(models.default_tokenizer_dir())"
@@ -126,6 +128,7 @@ def test_bad_names_give_clear_errors(tmp_path):
         models.load_model("tiny", dtype="float7")
 
 
+@pytest.mark.slow
 def test_hub_id_fails_fast_offline_naming_the_offline_alias():
     """Hub ids are tried with short timeouts; the endpoint here is a closed loopback port (no outside traffic)."""
     import socket

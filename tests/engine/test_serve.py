@@ -345,6 +345,7 @@ def test_logprobs_under_top_k_are_full_vocabulary_like_sglang(fresh_engine, prom
     torch.testing.assert_close(got, want, atol=1e-4, rtol=0)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="checks the refusal on a machine without CUDA")
 @pytest.mark.parametrize("command", [["serve", "--port", "0"], ["gateway", "--port", "0"]])
 def test_device_cuda_without_a_gpu_is_one_line_and_exit_2(command):

@@ -30,6 +30,7 @@ def _requests(prompts):
                                                        seed=40 + i)) for i in range(8)]
 
 
+@pytest.mark.slow
 def test_client_against_agentrl_serve_reproduces_the_embedded_engine(server_process, engine, prompts):
     reqs = _requests(prompts)
     server = server_process.start()

@@ -45,6 +45,7 @@ def launch_argv(tmp_path_factory):
     return str(model), argv[3:]
 
 
+@pytest.mark.slow
 def test_our_launch_flags_are_sglang_0_5_23_flags_with_the_values_we_meant(sglang, launch_argv):
     model, argv = launch_argv
     r = _check(argv)
@@ -56,6 +57,7 @@ def test_our_launch_flags_are_sglang_0_5_23_flags_with_the_values_we_meant(sglan
     assert (ns["api_key"], ns["admin_api_key"]) == ("k1", "k2")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("ours", "renamed"), [("--weight-version", "--weight-version-id"),
                                                 ("--tp-size", "--tensor-parallel")])
 def test_a_flag_sglang_does_not_have_fails(sglang, launch_argv, ours, renamed):

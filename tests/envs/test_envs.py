@@ -9,6 +9,7 @@ from agentrl import registry
 from agentrl.registry import registered_env_ids
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("env_id", registered_env_ids(), ids=str)
 def test_registered_env_passes_check_env(env_id):
     env = agentrl.make(env_id)

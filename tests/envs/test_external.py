@@ -247,6 +247,7 @@ def test_unknown_agent_files_and_functions_are_named(tmp_path):
         agentrl.make(name)
 
 
+@pytest.mark.slow
 def test_train_one_step_on_an_external_agent_from_the_cli(tmp_path, capsys):
     """`agentrl train --env external:agent.py:run` runs a GRPO step on the program's trajectories, logs the
     gateway's prefix-mismatch rate (0 for an agent that only appends), and the trainer's recompute of the

@@ -269,6 +269,7 @@ def test_a_bad_command_is_refused_by_agentrl_train_in_one_line(tmp_path, capsys,
         agentrl.make("external:" + cmd)
 
 
+@pytest.mark.slow
 def test_train_one_step_on_a_command_agent_from_the_cli(tmp_path, capsys):
     """`agentrl train --env "external:cmd:python agent.py" env.kwargs.tasks=tasks.jsonl` runs a GRPO step on the
     command's trajectories; the trainer's recompute of the behaviour logprobs agrees with the engine's."""

@@ -73,6 +73,7 @@ def _ended(proc: subprocess.Popen, within_s: float, err: Path) -> int:
     pytest.fail("a process of the run outlived it")
 
 
+@pytest.mark.slow
 def test_a_hanging_sync_agent_is_masked_at_the_deadline_and_the_run_exits(tmp_path):
     """episode_timeout_s=3: both episodes end as env_error at their deadline and are kept in trajectories.jsonl,
     the run stops with one line naming the cause (every episode masked: exit 2), and the process exits instead
@@ -89,6 +90,7 @@ def test_a_hanging_sync_agent_is_masked_at_the_deadline_and_the_run_exits(tmp_pa
     assert (tmp_path / "mark").read_text().count("started") == 2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_ends_a_run_whose_sync_agent_hangs(tmp_path, sig):
     """SIGTERM (or Ctrl-C's SIGINT) while both agents hang inside a 600 s deadline: the run unwinds at once,

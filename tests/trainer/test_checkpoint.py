@@ -10,6 +10,7 @@ import sys
 import textwrap
 import time
 
+import pytest
 import torch
 
 from agentrl.models import load_model
@@ -52,6 +53,7 @@ def test_save_load_restores_optimizer_rng_and_prunes(tmp_path):
         torch.testing.assert_close(a, b, atol=0, rtol=0, msg=n)
 
 
+@pytest.mark.slow
 def test_kill_9_during_writes_never_leaves_a_checkpoint_that_loads_wrong(tmp_path):
     """A writer killed at random moments leaves only complete checkpoints (or leftovers that are ignored)."""
     code = textwrap.dedent(

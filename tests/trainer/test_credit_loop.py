@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import torch
 
 import agentrl
@@ -45,6 +46,7 @@ agentrl.register("test_two_turn_steps", TwoTurnStepEnv, description="two turns, 
 LOOP = ("rollout.max_turns=3", "rollout.dynamic_sampling=false", "rollout.max_new_tokens=8")
 
 
+@pytest.mark.slow
 def test_final_reward_only_makes_turn_credit_with_gamma_one_train_exactly_like_outcome(tmp_path):
     exact = (*LOOP, "rollout.max_batch_size=1")
     a = train(_cfg(tmp_path / "a", "test_two_turn", *exact))
@@ -79,6 +81,7 @@ def test_per_turn_rewards_give_each_turn_its_own_advantage_and_are_kept_in_the_t
         assert adv[i][1] == gigpo.advantages[i]
 
 
+@pytest.mark.slow
 def test_per_turn_advantages_keep_the_update_independent_of_the_micro_batch_split(tmp_path):
     cfg = _cfg(tmp_path, "test_two_turn_steps", *LOOP, "algo.credit=gigpo")
     batch = _rollout(cfg)

@@ -143,6 +143,7 @@ def _two_segments(b):
     return dataclasses.replace(b, trajectories=trajs, advantages=b.advantages[::2])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(UPDATES))
 def test_grpo_update_runs_on_the_device_as_on_the_host(batch, tmp_path, name):
     """train_on_batch in each mode: no host tensor meets a device tensor, the metrics and the new weights equal the

@@ -164,6 +164,7 @@ KEYS = ("actor/loss", "actor/pg_loss", "actor/entropy", "actor/grad_norm", "acto
         "staleness/sample_mean", "trainer/optimizer_steps", "trainer/pi_old_recomputed")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(VARIANTS))
 def test_two_ranks_make_the_single_process_update(sharded_results, name):
     """Loss, metrics and updated weights of 2 FSDP ranks equal one process's within 1e-5."""

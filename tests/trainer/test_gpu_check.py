@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "gpu_check.py"
 TINY = ["--device", "cpu", "--model", "tiny", "--steps", "1", "--tasks", "2", "--group", "2", "--sft-episodes", "2",
         "--prompts", "2", "--samples", "2", "--new-tokens", "8"]
@@ -18,6 +20,7 @@ def _run(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=900)
 
 
+@pytest.mark.slow
 def test_the_cpu_path_trains_both_dtypes_and_prints_every_table():
     r = _run(*TINY)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
@@ -34,6 +37,7 @@ def test_the_cpu_path_trains_both_dtypes_and_prints_every_table():
     assert "all parts passed" in out
 
 
+@pytest.mark.slow
 def test_a_failing_part_exits_1_and_a_missing_model_exits_2(tmp_path):
     r = _run(*TINY, "--skip", "engine", "--dtypes", "float32", "--set", "trainer.no_such_key=1")
     assert r.returncode == 1 and "train float32: FAILED: ConfigError" in r.stdout, r.stdout[-2000:]

@@ -87,6 +87,7 @@ def _rollout(cfg, step=0):
     return asyncio.run(go())
 
 
+@pytest.mark.slow
 def test_one_training_step_logs_the_catalogue_and_engine_matches_trainer(tmp_path):
     """Guards the whole chain: rollout → advantages → recompute → loss → step → metrics → checkpoint. The
     behaviour logprobs from the engine must equal the trainer's recompute (same weights: bucket 0 mismatch ≈ 0);
@@ -141,6 +142,7 @@ def test_a_warm_start_only_run_says_where_its_sft_metrics_are_and_plots_nothing(
     assert f"metrics {result.run_dir / 'sft_metrics.jsonl'}" in text
 
 
+@pytest.mark.slow
 def test_microbatch_split_does_not_change_the_update(tmp_path):
     """Guards the global token denominator: per-micro-batch normalization would change the update when the
     token budget changes (the weights after one step must agree within 1e-6)."""
@@ -167,6 +169,7 @@ def assert_split_invariant(mb, adv, cfg_for_budget) -> None:
         torch.testing.assert_close(a, b, atol=1e-6, rtol=0, msg=name)
 
 
+@pytest.mark.slow
 def test_grpo_steps_move_logprobs_along_the_advantage(tmp_path):
     """On a fixed batch, repeated updates must raise the logprob of positive-advantage actions and lower
     the negative ones (a sign error in the loss or advantages flips this)."""
@@ -195,6 +198,7 @@ def test_grpo_steps_move_logprobs_along_the_advantage(tmp_path):
     assert after[1] < before[1] - 0.05, (before, after)
 
 
+@pytest.mark.slow
 def test_sft_loss_decreases_on_a_fixed_batch(tmp_path):
     cfg = _cfg(tmp_path, "calc", "rollout.max_turns=4", "rollout.max_new_tokens=64", "rollout.max_context_tokens=1024")
     tok = load_tokenizer("tiny")
@@ -285,6 +289,7 @@ def test_the_masked_share_is_judged_over_the_window():
     MaskedEpisodeGuard(1.0, 1, last_step=0).observe(0, episodes(5, 0))  # 1 never aborts
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kl_coef", [0.0, 0.5], ids=["no_kl", "kl"])
 def test_resume_continues_exactly(tmp_path, kl_coef):
     """Guards resume exactness: after resuming from step 1, step 2 must sample the same tasks and the same
@@ -360,6 +365,7 @@ def test_pi_ref_comes_from_the_runs_start_and_a_recorded_one_that_is_gone_is_ref
     assert reference_source(ckpt / "model", ckpt) == str(ckpt / "model")
 
 
+@pytest.mark.slow
 def test_training_through_sglang_client_syncs_weights_via_disk(tmp_path):
     """Guards the GPU-scale path on CPU: rollouts from an SGLang-compatible server over real HTTP (loopback),
     weights pushed back through /update_weights_from_disk. If the sync failed, step 2's behaviour logprobs
@@ -382,6 +388,7 @@ def test_training_through_sglang_client_syncs_weights_via_disk(tmp_path):
     assert (result.run_dir / "weights_sync" / "config.json").is_file()
 
 
+@pytest.mark.slow
 def test_a_spent_time_budget_stops_the_run_at_a_checkpoint_that_resumes(tmp_path):
     """Guards trainer.max_train_s: the run stops after the step that spends it (checkpointed although it is not a
     checkpoint step, so no work is lost), says so, and --resume with the budget lifted trains the remaining steps."""

@@ -50,6 +50,7 @@ def probe(threshold: int, env: dict | None = None, via: str = "function") -> tup
     return out[0] == "True", float(out[1])
 
 
+@pytest.mark.slow
 def test_a_pinned_threshold_returns_freed_tensors_and_the_dynamic_one_keeps_them():
     pinned, returned = probe(131072)
     assert pinned and returned > 700  # 199 × 4 MB
@@ -62,6 +63,7 @@ def test_the_environment_variable_wins():
     assert not pinned and returned < 100
 
 
+@pytest.mark.slow
 def test_the_trainer_pins_it_from_its_config():
     assert probe(131072, via="trainer")[1] > 700
     assert probe(0, via="trainer")[1] < 100

@@ -93,6 +93,7 @@ def test_overlap_modes_are_validated():
         load_config(None, overrides=["rollout.mode=async", "rollout.max_staleness=2", "rollout.drop_staleness=0"])
 
 
+@pytest.mark.slow
 def test_async_run_keeps_staleness_within_the_admission_bound(tmp_path):
     """Guards admission control: with η = 1 no trained token may be more than 1 version behind, yet the run
     must really overlap (some stale tokens), and the same-version bucket must stay at the numerical floor
@@ -111,6 +112,7 @@ def test_async_run_keeps_staleness_within_the_admission_bound(tmp_path):
     assert max(r["mismatch/staleness_1/logprob_abs_diff"] for r in stale) > 1e-3
 
 
+@pytest.mark.slow
 def test_one_step_off_trains_on_previous_weights_and_resumes_from_its_checkpoint(tmp_path):
     """Guards one_step_off semantics (step n+1's groups sampled while step n trains: staleness exactly 1 from
     step 1 on) and resume in an overlapped mode: the resumed step trains on its own deterministic tasks, with
@@ -129,6 +131,7 @@ def test_one_step_off_trains_on_previous_weights_and_resumes_from_its_checkpoint
     assert step3 == {str(task_seed(0, 2, 0, j)) for j in range(3)}
 
 
+@pytest.mark.slow
 def test_bucket_zero_equals_sync_mismatch_when_nothing_is_in_flight(tmp_path):
     """Guards the bucket split: with no update in flight (one step) the async pipeline samples the same tasks and
     tokens as sync, all tokens fall in bucket 0, and bucket 0's mismatch equals the synchronous mismatch."""
@@ -140,6 +143,7 @@ def test_bucket_zero_equals_sync_mismatch_when_nothing_is_in_flight(tmp_path):
     assert asy["rollout/reward_mean"] == sync["rollout/reward_mean"]
 
 
+@pytest.mark.slow
 def test_sync_and_async_draw_the_same_tasks_after_a_drop(tmp_path):
     """Guards the one seed rule: a dropped slot j is refilled with task_seed(base, step, round, j) in every mode.
     Sync used to number the refills 0, 1, … (task_seed(base, step, round, i) over the missing count), so once
@@ -254,6 +258,7 @@ def test_groups_beyond_the_hard_bound_are_dropped_and_counted(tmp_path):
     assert batch.metrics["staleness/hist_0"] == 0.5 and batch.metrics["staleness/hist_1"] == 0.5
 
 
+@pytest.mark.slow
 def test_one_step_off_through_sglang_client_updates_weights_in_flight(tmp_path):
     """Guards the SGLang path of in-flight updates: /pause_generation retract → /update_weights_from_disk →
     /continue_generation while the next step's groups are generating. A lost update would leave tokens more
@@ -343,6 +348,7 @@ def test_in_flight_sync_labels_every_token_with_the_weights_that_produced_it(tmp
     torch.testing.assert_close(got[6:], want[1][6:], atol=1e-3, rtol=0)
 
 
+@pytest.mark.slow
 def test_replayed_tasks_are_drawn_again_exactly_after_a_resume(tmp_path):
     """Guards the task sampler's checkpointed state (trainer.task_sampler): a run resumed from step 2 replays the
     same mixed tasks at step 3 as the uninterrupted run did, and the signal metrics reach metrics.jsonl."""

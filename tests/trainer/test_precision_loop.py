@@ -7,6 +7,7 @@ import io
 import json
 import math
 
+import pytest
 from rich.console import Console
 
 from agentrl import precision
@@ -19,6 +20,7 @@ def _state(run_dir, step):
     return json.loads((run_dir / "checkpoints" / f"step_{step:06d}" / "state.json").read_text())
 
 
+@pytest.mark.slow
 def test_auto_trains_in_bf16_on_a_bf16_cpu_and_resume_keeps_bf16_where_auto_would_pick_fp32(tmp_path, monkeypatch):
     monkeypatch.setenv(precision.FLAGS_ENV, "avx512f amx_tile amx_bf16")
     out = io.StringIO()
@@ -41,6 +43,7 @@ def test_auto_trains_in_bf16_on_a_bf16_cpu_and_resume_keeps_bf16_where_auto_woul
     assert _state(again.run_dir, 2)["precision"] == {"compute": "bfloat16", "engine": "bfloat16"}
 
 
+@pytest.mark.slow
 def test_an_explicit_engine_dtype_runs_a_bf16_engine_beside_an_fp32_trainer(tmp_path):
     out = io.StringIO()
     cfg = _cfg(tmp_path, "test_parity", "rollout.engine_dtype=bfloat16")

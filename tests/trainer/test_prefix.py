@@ -136,6 +136,7 @@ def test_each_shared_prefix_is_computed_once():
     assert stats.prefix_tokens == 40 + 70 and stats.skipped_tokens == 2 * 40 + 70
 
 
+@pytest.mark.slow
 def test_shared_prefix_gradients_are_bitwise_reproducible():
     """Two identical updates must give identical weights (tests/trainer/test_update.py compares them with atol=0):
     the gradients a shared prefix sums over its rows must be added in a fixed order. Advanced indexing's backward
@@ -181,6 +182,7 @@ def test_planner_budget_counts_a_shared_prompt_once():
     assert shared_cost([[1] * 50, [2] * 70]) == 2 * 70  # nothing shared: rows × longest, as plan_rows counts
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("epochs", [1, 2])
 def test_update_with_shared_prefixes_equals_the_plain_update(tmp_path, epochs):
     """train_on_minibatch end to end (π_old from the training forward, or recomputed for two epochs): the same

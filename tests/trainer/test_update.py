@@ -82,6 +82,7 @@ def _assert_same_weights(a, b, atol):
         torch.testing.assert_close(x, y, atol=atol, rtol=0, msg=name)
 
 
+@pytest.mark.slow
 def test_on_policy_step_takes_pi_old_from_the_training_forward(batch, tmp_path):
     """One optimizer step on current-version tokens skips the π_old recompute and still makes the same update
     as the recompute path (forced here by labelling the tokens stale) — r = 1, so nothing is clipped."""
@@ -95,6 +96,7 @@ def test_on_policy_step_takes_pi_old_from_the_training_forward(batch, tmp_path):
     _assert_same_weights(w_fast, w_slow, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_several_epochs_clip_and_one_epoch_does_not(batch, tmp_path):
     """With ppo_epochs > 1 the later steps see π_θ ≠ π_old, so PPO clipping engages (it never does with one
     step per batch); π_old is recomputed once and every step is counted."""
@@ -107,6 +109,7 @@ def test_several_epochs_clip_and_one_epoch_does_not(batch, tmp_path):
     assert many["actor/ppo_kl"] != 0.0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("loss", ["ppo", "gspo"])
 @pytest.mark.parametrize("steps", [1, 2])
 def test_micro_batch_split_does_not_change_the_update(two_segment_batch, tmp_path, loss, steps):
@@ -133,6 +136,7 @@ def test_micro_batch_split_does_not_change_the_update(two_segment_batch, tmp_pat
     _assert_same_weights(w_small, w_big, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_reference_logprobs_are_computed_inside_the_update(batch, tmp_path):
     """π_ref comes from ref_model inside train_on_batch: a reference identical to the policy has KL 0 at the
     step; a different one does not."""
@@ -147,6 +151,7 @@ def test_reference_logprobs_are_computed_inside_the_update(batch, tmp_path):
     assert far["actor/ref_kl"] > 1e-3
 
 
+@pytest.mark.slow
 def test_train_on_batch_equals_the_packed_entry(batch, tmp_path):
     ucfg = update_config_from(_cfg(tmp_path))
     _, w_batch = _train(batch, ucfg)

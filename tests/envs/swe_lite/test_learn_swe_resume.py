@@ -122,6 +122,7 @@ def run_bench(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, str(BENCH), *args], cwd=ROOT, capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_a_state_directory_of_another_recipe_is_refused_in_one_line(tmp_path):
     out = tmp_path / "state"
     first = run_bench("--quick", "--model", "tiny", "--audit", "--out", str(out))  # pins the recipe, finds no episodes

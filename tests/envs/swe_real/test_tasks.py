@@ -68,6 +68,7 @@ def _source(task):
     return next(p.source for p in load_packages() if p.repo == task.repo)
 
 
+@pytest.mark.slow
 def test_operators_and_two_bug_tasks_are_present(real_tasks):
     ops = Counter(t.mutation["operator"] for t in real_tasks)
     assert ops["combined"] >= 10

@@ -33,6 +33,7 @@ def test_named_in_reads_the_names_the_issue_blames():
     assert named_in("Since a recent change in `toolz`, calling it fails.") == []
 
 
+@pytest.mark.slow
 def test_the_audit_plants_the_always_equal_value_in_the_function_the_issue_blames(real_tasks):
     """A policy that reads "`f` gives a wrong result" would make f return a value equal to anything, whichever
     function holds the bug: the audit tries exactly that, in each definition of f, besides the faulty function."""
