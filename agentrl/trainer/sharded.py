@@ -7,7 +7,9 @@ anything itself: FSDP2 does, and torch.distributed.checkpoint (DCP) writes and r
 
 - Mixed precision: with compute dtype bfloat16 the layers run on bf16 copies gathered from fp32 shards
   (MixedPrecisionPolicy param_dtype), and their gradients are reduced in fp32 into the fp32 master shards
-  (reduce_dtype); the root stays fp32, as the LM head and loss do in one process (agentrl.precision).
+  (reduce_dtype); the root stays fp32, as the LM head and loss do in one process (agentrl.precision). The layers'
+  inputs are not cast (cast_forward_inputs=False): the residual stream and RoPE's cos/sin stay fp32 and autocast
+  picks each op's dtype, as in one process.
 - Gradients are SUMMED over ranks (gradient divide factor 1, sum-only collectives), not averaged as FSDP does by
   default: each rank's loss already is its part of the whole batch's loss (global denominators:
   agentrl.trainer.distributed), so the sum is the single-process gradient.
@@ -49,7 +51,11 @@ def shard(model, world, *, compute_dtype: str, forward: Callable | None = None):
 
     mesh = init_device_mesh(world.device.type, (world.size,))
     low = precision.DTYPES[compute_dtype]
-    body = MixedPrecisionPolicy(param_dtype=low, reduce_dtype=torch.float32) if low != torch.float32 else None
+    # cast_forward_inputs=False: FSDP's default casts each layer's inputs (the residual stream, RoPE's cos/sin) to
+    # bf16; the update's autocast (agentrl.precision) already runs the matmuls in bf16 and keeps those in fp32, as
+    # in one process (docs/distributed.md states both errors against fp32).
+    body = (MixedPrecisionPolicy(param_dtype=low, reduce_dtype=torch.float32, cast_forward_inputs=False)
+            if low != torch.float32 else None)
     for layer in decoder_layers(model):
         fully_shard(layer, mesh=mesh, **({"mp_policy": body} if body else {}))
     fully_shard(model, mesh=mesh)

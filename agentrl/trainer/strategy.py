@@ -9,9 +9,15 @@ every rank enters the same collectives in the same order:
     ("weights",)                the full state dict gathered onto rank 0, which hands it to the engine
     ("checkpoint", tmp)         the DCP shards of model and optimizer state written into tmp/sharded, and the
                                 full state dict gathered for rank 0's HF export tmp/model
-    ("alive",)                  nothing: rank 0 is collecting rollouts, evaluating or starting up, and says so
-                                every collective_timeout_s / 4, so a wait is bounded without bounding a rollout
+    ("alive",)                  nothing: rank 0 is collecting rollouts, evaluating, starting up or writing its
+                                own part of a checkpoint, and says so every collective_timeout_s / 4, so a wait
+                                is bounded without bounding a rollout
     ("stop",)                   the run is over
+
+The "alive" heartbeat is sent from another thread while rank 0 works, and a command may be sent meanwhile (a
+resumed start-up pushes weights): one lock on rank 0 holds a command and its collective work together, since a
+broadcast of an object is two broadcasts, and two threads' broadcasts interleaved would pair one object's size
+with another's bytes.
 
 Rollouts: rank 0 collects each step's batch with its engine and envs (or its Ray workers) and broadcasts the
 trajectories; every rank then trains on its share (agentrl.trainer.distributed). docs/distributed.md weighs this
@@ -21,7 +27,9 @@ against rollouts on every rank.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
+import contextlib
+import threading
+from collections.abc import Awaitable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -122,6 +130,7 @@ class Fsdp(Single):
         self.is_main = world.is_main
         self.dp = world.data_parallel()
         self.resharded_from: int | None = None  # the world size of a checkpoint written by another one
+        self._lock = threading.Lock()  # rank 0: one command and its collective work at a time (module docstring)
 
     def device(self, cfg) -> str:
         """This rank's device (cuda:LOCAL_RANK on GPUs)."""
@@ -132,19 +141,49 @@ class Fsdp(Single):
         return shard_policy(model, self.world, compute_dtype=compute_dtype)
 
     def _command(self, *command) -> None:
-        """Rank 0: tell the other ranks what comes next."""
-        self.world.broadcast(command)
+        """Rank 0: tell the other ranks what comes next (a command with no collective work after it)."""
+        with self._lock:
+            self.world.broadcast(command)
+
+    @contextlib.contextmanager
+    def _leading(self, *command) -> Iterator[None]:
+        """Rank 0: send `command`, then do its collective work inside the block, with no other command between
+        (a heartbeat from another thread waits for the block to end)."""
+        with self._lock:
+            self.world.broadcast(command)
+            yield
+
+    @contextlib.contextmanager
+    def _heartbeat(self) -> Iterator[None]:
+        """Rank 0: "alive" every collective_timeout_s / 4, from a thread, while the block runs (rank 0's own work
+        between commands, such as the HF export and the fsyncs of a checkpoint), so the others' wait stays bounded.
+        A heartbeat that fails (a rank died) ends the thread; the block's next collective reports it."""
+        stop = threading.Event()
+
+        def beat() -> None:
+            with contextlib.suppress(Exception):
+                while not stop.wait(self.world.timeout_s / 4):
+                    self._command("alive")
+
+        thread = threading.Thread(target=beat, name="agentrl-heartbeat", daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join()
 
     def announce(self, cfg, run_dir: Path, ckpt: Path | None, source) -> None:
         """Rank 0: the config, run directory, checkpoint and model source every rank loads the policy from
         (`follow` reads them)."""
         self.run_dir = run_dir
-        self.world.broadcast((cfg, run_dir, ckpt, source))
+        with self._lock:
+            self.world.broadcast((cfg, run_dir, ckpt, source))
 
     def train(self, model, optimizer, batch: StepBatch, ucfg, *, version: int, ref_model=None) -> dict[str, float]:
         """Rank 0: send the step's trajectories, then train on this rank's share of them."""
-        self._command("train", _for_training(batch), version)
-        return train_on_batch(model, optimizer, batch, ucfg, version=version, ref_model=ref_model, dp=self.dp)
+        with self._leading("train", _for_training(batch), version):
+            return train_on_batch(model, optimizer, batch, ucfg, version=version, ref_model=ref_model, dp=self.dp)
 
     def engine_model(self, cfg, model, source):
         """A whole (unsharded) copy on rank 0 for the embedded engine, loaded from the policy's source; None for
@@ -159,8 +198,8 @@ class Fsdp(Single):
         """Rank 0: the policy's weights gathered from every rank's shards, once per update (sharded.GatheredWeights;
         floating tensors in `dtype` when given: bf16 to servers that run bf16)."""
         def gather():
-            self._command("weights")
-            return sharded.full_state_dict(model)
+            with self._leading("weights"):
+                return sharded.full_state_dict(model)
 
         state = await asyncio.to_thread(gather)
         return sharded.GatheredWeights(model, state, dtype or torch.float32)
@@ -183,14 +222,16 @@ class Fsdp(Single):
         """Rank 0: a checkpoint whose model part every rank writes: DCP shards (model and optimizer state) and,
         from the gathered weights, an HF export for eval, serve and --init-from. The directory is renamed into
         place only after every rank wrote its part (checkpoint.save_checkpoint), so a rank that dies meanwhile
-        leaves no checkpoint behind."""
+        leaves no checkpoint behind. Rank 0's own part (the export, the fsyncs) runs under the heartbeat."""
         def write_model(tmp: Path) -> None:
-            self._command("checkpoint", str(tmp))
-            write_shards(tmp, model, optimizer, self.world, tokenizer=tokenizer)
+            with self._leading("checkpoint", str(tmp)):
+                weights = write_shards(tmp, model, optimizer, self.world)
+            export_hf(tmp, model, weights, tokenizer)
 
         state = {**state, "strategy": self.name, "world_size": self.world.size}
-        return save_checkpoint(run_dir, step, model=model, tokenizer=None, optimizer=None, scheduler=scheduler,
-                               state=state, keep=keep, write_model=write_model)
+        with self._heartbeat():
+            return save_checkpoint(run_dir, step, model=model, tokenizer=None, optimizer=None, scheduler=scheduler,
+                                   state=state, keep=keep, write_model=write_model)
 
     def load(self, ckpt: Path, *, model, optimizer, scheduler) -> dict[str, Any]:
         """Every rank: scheduler and RNG from the checkpoint, model and optimizer state from its shards (DCP
@@ -227,14 +268,18 @@ class Fsdp(Single):
                 self.actors.close()
 
 
-def write_shards(tmp: Path, model, optimizer, world: World, *, tokenizer=None) -> None:
-    """Every rank: its DCP shards into tmp/sharded; then the weights gathered for rank 0's HF export tmp/model."""
+def write_shards(tmp: Path, model, optimizer, world: World) -> dict[str, torch.Tensor]:
+    """Every rank (the collective part of a checkpoint): its DCP shards into tmp/sharded, then the whole weights
+    gathered onto rank 0 (returned there; the others get an empty dict) for its HF export."""
     sharded.save_shards(tmp, model, optimizer, world.control)
-    state = sharded.full_state_dict(model)
-    if world.is_main:
-        sharded.save_hf(model, state, tmp / "model")
-        if tokenizer is not None:
-            tokenizer.save_pretrained(tmp / "model")
+    return sharded.full_state_dict(model)
+
+
+def export_hf(tmp: Path, model, weights: dict[str, torch.Tensor], tokenizer=None) -> None:
+    """Rank 0 alone: the gathered weights (and the tokenizer) as an HF model directory tmp/model."""
+    sharded.save_hf(model, weights, tmp / "model")
+    if tokenizer is not None:
+        tokenizer.save_pretrained(tmp / "model")
 
 
 def _for_training(batch: StepBatch) -> StepBatch:
