@@ -9,6 +9,7 @@ step_n holds the weights after it. Every method here takes that number.
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections import deque
 from contextlib import contextmanager
@@ -21,6 +22,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from agentrl.rollout.collector import is_flagged, is_graded
 
 PLAIN_EVERY_S = 30.0
+"""Without a terminal: at most one progress line per this many seconds, and at least one while a step runs (a
+rollout of SWE episodes or a warm-start epoch can go minutes without an event to report)."""
 FLAGGED_SHARE = 0.02
 """The console warns when more than this share of the graded episodes of the last FLAGGED_WINDOW steps was
 flagged by the grader (suspicious, or refused by the judge): reward hacking that passes a few percent spreads."""
@@ -39,6 +42,9 @@ class Monitor:
         # instead, at most one per PLAIN_EVERY_S
         self.plain = not self.console.is_terminal
         self._last_plain, self._last_line = 0.0, ""
+        self._plain_lock = threading.Lock()
+        self._beat_stop = threading.Event()
+        self._beat: threading.Thread | None = None
         self.metrics_path = self.run_dir / "metrics.jsonl"
         self.samples_dir = self.run_dir / "samples"
         self._tb = None
@@ -69,9 +75,22 @@ class Monitor:
 
     def __enter__(self) -> Monitor:
         self.progress.start()
+        if self.plain:  # a terminal has the live bar's clock; a log file gets a line every PLAIN_EVERY_S instead
+            self._beat_stop.clear()
+            self._beat = threading.Thread(target=self._heartbeat, name="agentrl-progress", daemon=True)
+            self._beat.start()
         return self
 
+    def _heartbeat(self) -> None:
+        """Say where the run is at least every PLAIN_EVERY_S, events or not (the plain line's elapsed grows)."""
+        while not self._beat_stop.wait(max(PLAIN_EVERY_S / 2, 0.05)):
+            self._plain_line(force=False)
+
     def __exit__(self, *exc) -> None:
+        if self._beat is not None:
+            self._beat_stop.set()
+            self._beat.join()
+            self._beat = None
         self.progress.stop()
         if self._tb is not None:
             self._tb.close()
@@ -125,17 +144,19 @@ class Monitor:
 
     def _plain_line(self, *, force: bool) -> None:
         """Without a terminal, say where the run is (label, step, phase, episodes done, elapsed) as one line."""
-        now = time.monotonic()
-        if not self.plain or self._task is None or (not force and now - self._last_plain < PLAIN_EVERY_S):
-            return
-        task = self.progress.tasks[-1]
-        f = task.fields
-        note = f" {f['note']}" if f.get("note") else ""
-        line = (f"{f['label']} {f['step']}/{f['steps']} {f['phase']}: {int(task.completed)}/{int(task.total or 0)} "
-                f"episodes, {task.elapsed or 0.0:.0f}s{note}")
-        if line != self._last_line:  # a step's start and its rollout phase would say the same thing twice
-            self._last_plain, self._last_line = now, line
-            self.console.print(line, highlight=False)
+        with self._plain_lock:  # the heartbeat thread calls this too
+            now = time.monotonic()
+            tasks = self.progress.tasks
+            if not self.plain or self._task is None or not tasks or (not force and now - self._last_plain < PLAIN_EVERY_S):
+                return
+            task = tasks[-1]
+            f = task.fields
+            note = f" {f['note']}" if f.get("note") else ""
+            line = (f"{f['label']} {f['step']}/{f['steps']} {f['phase']}: {int(task.completed)}/{int(task.total or 0)} "
+                    f"episodes, {task.elapsed or 0.0:.0f}s{note}")
+            if line != self._last_line:  # a step's start and its rollout phase would say the same thing twice
+                self._last_plain, self._last_line = now, line
+                self.console.print(line, highlight=False)
 
     def log(self, step: int, metrics: dict[str, float]) -> None:
         """Append step `step`'s metrics to metrics.jsonl ("step": step) and TensorBoard (global step `step`), and

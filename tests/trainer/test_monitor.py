@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import time
 
 from rich.console import Console
 
@@ -34,6 +35,19 @@ def test_plain_lines_are_rate_limited_but_the_last_episode_always_shows(tmp_path
     lines = [line for line in out.getvalue().splitlines() if line.startswith("step 1/1 rollout:")]
     assert lines[0].startswith("step 1/1 rollout: 0/50") and lines[-1].startswith("step 1/1 rollout: 50/50")
     assert len(lines) == 2  # the 48 in between fall inside PLAIN_EVERY_S
+
+
+def test_a_phase_with_no_event_still_says_where_the_run_is(tmp_path, monkeypatch):
+    """Guards a silent log through a 133-s rollout and a 2.5-min warm-start epoch (issue 55 item 9): with no episode
+    finishing, a plain line still comes every PLAIN_EVERY_S, its elapsed time growing."""
+    out = io.StringIO()
+    monkeypatch.setattr(monitor_mod, "PLAIN_EVERY_S", 1.0)
+    with Monitor(tmp_path, total_steps=1, tensorboard=False, console=Console(file=out, force_terminal=False)) as m:
+        m.begin_step(1, 4)
+        with m.phase("rollout"):
+            time.sleep(3.4)  # nothing happens: no episode finishes
+    lines = [line for line in out.getvalue().splitlines() if line.startswith("step 1/1 rollout: 0/4 episodes")]
+    assert len(lines) >= 3 and lines[-1] != lines[0], lines  # the start, then heartbeats as time goes on
 
 
 def test_a_terminal_gets_the_live_bar_only(tmp_path):
