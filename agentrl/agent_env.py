@@ -265,6 +265,24 @@ def _is_messages(x: Any) -> bool:
     return MessagesSpace().contains(x)
 
 
+def reset_problem(name: str, result: Any) -> str | None:
+    """What is wrong with what `name`.reset() returned (None if it is (messages, info)): check_env's and the
+    preflight's one test of the shape, so a run refuses what check_env refuses."""
+    if isinstance(result, tuple) and len(result) == 2 and _is_messages(result[0]) and isinstance(result[1], dict):
+        return None
+    hint = " Most likely reset returns the prompt text itself." if isinstance(result, str) else ""
+    return (f"{name}.reset() returned {type(result).__name__}; expected (messages, info), messages a list of "
+            f'{{"role", "content"}} dicts.{hint}')
+
+
+def step_problem(name: str, result: Any) -> str | None:
+    """What is wrong with what `name`.step() returned (None if it is a 5-tuple whose messages are messages)."""
+    if isinstance(result, tuple) and len(result) == 5 and _is_messages(result[0]):
+        return None
+    return (f"{name}.step() returned {type(result).__name__}; expected (messages, reward, terminated, truncated, "
+            "info), messages a list of {\"role\", \"content\"} dicts.")
+
+
 def _check(cond: bool, message: str) -> None:
     if not cond:
         raise AssertionError(message)
@@ -293,11 +311,8 @@ def check_env(env: Any, *, expert_steps: int = 50, strict: bool = True) -> None:
     _check(not problems, f"{name}.tools: " + "; ".join(problems))
     _check(isinstance(env.system_prompt, str), f"{name}.system_prompt must be a str, got {type(env.system_prompt).__name__}")
 
-    result = env.reset(seed=0)
-    hint = " Most likely reset returns the prompt text itself." if isinstance(result, str) else ""
-    _check(isinstance(result, tuple) and len(result) == 2 and _is_messages(result[0]) and isinstance(result[1], dict),
-           f"{name}.reset() returned {type(result).__name__}; expected (messages, info), messages a list of "
-           f'{{"role", "content"}} dicts.{hint}')
+    problem = reset_problem(name, env.reset(seed=0))
+    _check(problem is None, str(problem))
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -18,11 +18,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from agentrl.agent_env import reset_problem, step_problem
 from agentrl.errors import ConfigError
 
 
 class PreflightError(ConfigError):
     """The configured env cannot be built, reset or stepped (the message names the config key)."""
+
+
+class _Shape(Exception):
+    """An env call returned something of the wrong shape (reported as the env's own error, at that call)."""
 
 
 def _one_line(text: str, limit: int = 400) -> str:
@@ -69,12 +74,14 @@ def try_env(name: str, kwargs: dict[str, Any], *, key: str = "env.kwargs", exper
     try:
         env = make(name, **kwargs)
         stage = "reset"
-        env.reset(seed=0)
+        _shaped(reset_problem, env, env.reset(seed=0))
         if expert_step:
             stage = "the scripted expert's first step"
             action = env.expert_action()
             if action is not None:
-                env.step(action)
+                _shaped(step_problem, env, env.step(action))
+    except _Shape as e:
+        raise PreflightError(f"env {name!r} failed at {stage}: {e}") from None
     except Exception as e:  # noqa: BLE001 - every failure here is reported, as a config problem or the env's own
         raise PreflightError(failure_message(e, name=name, stage=stage, key=key, kwargs=kwargs)) from None
     finally:
@@ -85,13 +92,22 @@ def try_env(name: str, kwargs: dict[str, Any], *, key: str = "env.kwargs", exper
                 pass
 
 
+def _shaped(problem, env, result) -> None:
+    """Raise _Shape with check_env's words if `result` (of env.reset or env.step) has the wrong shape."""
+    found = problem(type(getattr(env, "unwrapped", env)).__name__, result)
+    if found is not None:
+        raise _Shape(found)
+
+
 def try_factory(factory, *, key: str, label: str, seed: int | None = 0, options: dict | None = None) -> None:
     """Build one env with `factory` and reset it (`agentrl eval`'s check before any episode runs)."""
     env, stage = None, "construction"
     try:
         env = factory()
         stage = "reset"
-        env.reset(seed=seed, options=options or None)
+        _shaped(reset_problem, env, env.reset(seed=seed, options=options or None))
+    except _Shape as e:
+        raise PreflightError(f"env {label!r} failed at {stage}: {e}") from None
     except Exception as e:  # noqa: BLE001 - reported, as a config problem or the env's own
         raise PreflightError(failure_message(e, name=label, stage=stage, key=key, kwargs=None)) from None
     finally:

@@ -84,6 +84,14 @@ class BrokenResetEnv(ParityEnv):
         raise FileNotFoundError("tasks.jsonl")
 
 
+class TextResetEnv(ParityEnv):
+    """reset returns the prompt text instead of (messages, info): check_env refuses it, and so must a run."""
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed, options=options)
+        return "What is 2 + 2?"
+
+
 TINY_RUN = ["model.name=tiny", "rollout.tasks_per_step=2", "rollout.group_size=2", "rollout.max_new_tokens=8",
             "rollout.max_context_tokens=128", "rollout.max_turns=1", "trainer.tensorboard=false", "trainer.lr=1e-3",
             "trainer.steps=2", "trainer.checkpoint_every=1", "trainer.keep_checkpoints=3", "rollout.max_batch_size=1",
@@ -329,6 +337,19 @@ def test_an_envs_own_exception_in_preflight_is_the_envs_error_not_a_kwargs_probl
     assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
     assert r.stderr.startswith("agentrl eval: error: env 'tests.test_cli:BrokenResetEnv' failed at reset: "
                                "FileNotFoundError: tasks.jsonl (raised at tests/test_cli.py:"), r.stderr
+
+
+def test_an_env_whose_reset_returns_text_is_refused_before_the_model_loads(tmp_path):
+    """Guards a preflight that passed an env whose reset returns a str (issue 55 item 10): every episode would fail.
+    train and eval refuse it in check_env's words, in one line, before a model is loaded."""
+    r = _run("train", "--env", "tests.test_cli:TextResetEnv", *TINY_RUN, f"trainer.run_dir={tmp_path / 'run'}")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr
+    assert ("agentrl train: error: env 'tests.test_cli:TextResetEnv' failed at reset: TextResetEnv.reset() returned "
+            "str; expected (messages, info)") in r.stderr and "returns the prompt text itself" in r.stderr, r.stderr
+    assert not (tmp_path / "run").exists()
+    r = _run("eval", "--env", "tests.test_cli:TextResetEnv", "--oracle", "expert", "--out", str(tmp_path / "r.jsonl"))
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert "failed at reset: TextResetEnv.reset() returned str" in r.stderr, r.stderr
 
 
 def test_invalid_yaml_names_the_file_and_the_line(tmp_path):
