@@ -492,3 +492,10 @@ def test_every_env_agentrl_envs_lists_has_a_row_in_the_docs_table():
     built_in = [name for name in listed if name in BUILTIN_ENVS]  # plug-ins installed here have docs of their own
     table = (Path(__file__).resolve().parents[1] / "docs" / "envs.md").read_text()
     assert "swe_real" in built_in and [name for name in built_in if f"| `{name}` |" not in table] == [], listed
+
+
+def test_agentrl_envs_and_train_help_name_the_external_agent_forms():
+    """Guards `external:` agents being absent from `agentrl envs` and `train --help` (issue 55 item 10): a user who
+    brings their own agent finds the two forms where they look for what --env takes."""
+    for out in (_run("envs").stdout, _run("train", "--help").stdout):
+        assert "external:my_agent.py:run" in out and "external:cmd:python my_agent.py" in out, out

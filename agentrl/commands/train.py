@@ -6,7 +6,8 @@ Examples:
   agentrl train --env calc trainer.lr=1e-6 rollout.group_size=8
   agentrl train --env calc --resume runs/calc-20261129-101500
 Config precedence: defaults < configs/<env>.yaml < --config FILE < dotted overrides. `--env` also takes a
-class, `--env my_pkg.envs:MyEnv`. `--resume RUN` continues RUN with its own config.yaml; only trainer.steps,
+class, `--env my_pkg.envs:MyEnv`, or your own agent program: `--env external:my_agent.py:run` (a Python function
+using an OpenAI client) or `--env "external:cmd:python my_agent.py"` (any command; docs/gateway.md). `--resume RUN` continues RUN with its own config.yaml; only trainer.steps,
 logging, checkpoint/eval cadence and similar keys may be overridden then (agentrl.trainer.resume.SAFE_ON_RESUME).
 """
 
