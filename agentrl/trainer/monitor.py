@@ -274,15 +274,18 @@ def skip_reason(m: dict[str, float]) -> str | None:
 
 def summary_line(step: int, m: dict[str, float]) -> str:
     """The one-line summary of step `step` printed under the progress bar (a skipped step says so, and why; a
-    run of agent programs also shows the gateway's prefix-mismatch rate)."""
+    run of agent programs also shows the gateway's prefix-mismatch rate). The env's reward comes first; where the
+    update trained on another one (a format reward, shaping), that one follows it."""
     phases = " ".join(f"{k[7:-2]} {v:.1f}s" for k, v in m.items() if k.startswith("timing/") and k.endswith("_s"))
     why = skip_reason(m)
     update = (f"SKIPPED ({why})" if why else f"loss {m.get('actor/loss', 0):+.4f}  "
               f"entropy {m.get('actor/entropy', 0):.3f}  clip {m.get('actor/pg_clipfrac', 0):.3f}")
     gateway = (f"prefix mismatch {m['gateway/prefix_mismatch_rate']:.1%}  "
                if "gateway/prefix_mismatch_rate" in m else "")  # agent programs behind the gateway
+    reward, trained = m.get("rollout/reward_mean", 0), m.get("rollout/reward_trained_mean")
+    shaped = f" (trained on {trained:.3f})" if trained is not None and abs(trained - reward) >= 5e-4 else ""
     return (
-        f"step {step}: reward {m.get('rollout/reward_mean', 0):.3f}  "
+        f"step {step}: reward {reward:.3f}{shaped}  "
         f"kept {int(m.get('rollout/groups_kept', 0))}/{int(m.get('rollout/groups_sampled', 0))} groups  "
         f"{gateway}{update}  |  {phases}"
     )

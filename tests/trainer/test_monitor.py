@@ -50,6 +50,16 @@ def test_a_phase_with_no_event_still_says_where_the_run_is(tmp_path, monkeypatch
     assert len(lines) >= 3 and lines[-1] != lines[0], lines  # the start, then heartbeats as time goes on
 
 
+def test_the_step_line_shows_the_trained_reward_beside_the_envs_when_they_differ():
+    """Guards 'reward 0.000' as the whole story of a step that trained on a format reward (issue 55 item 10)."""
+    from agentrl.trainer.monitor import summary_line
+
+    shaped = summary_line(3, {"rollout/reward_mean": 0.0, "rollout/reward_trained_mean": 0.05})
+    assert shaped.startswith("step 3: reward 0.000 (trained on 0.050)  "), shaped
+    plain = summary_line(3, {"rollout/reward_mean": 0.25, "rollout/reward_trained_mean": 0.25})
+    assert plain.startswith("step 3: reward 0.250  kept"), plain
+
+
 def test_a_terminal_gets_the_live_bar_only(tmp_path):
     out = io.StringIO()
     with Monitor(tmp_path, total_steps=1, tensorboard=False, console=Console(file=out, force_terminal=True)) as m:
