@@ -458,14 +458,14 @@ def test_steps_are_numbered_from_1_in_every_output(tmp_path):
 @pytest.mark.slow
 def test_serve_on_a_busy_port_is_one_line_and_exit_2():
     """Guards a 25-line OSError traceback with exit 1 from `agentrl serve --port <busy>` (`agentrl gateway` said
-    it in one line with exit 2)."""
+    it in one line with exit 2), said before the model loads (this model does not exist)."""
     import socket
 
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        r = _run("serve", "--model", "tiny", "--port", str(port))
+        r = _run("serve", "--model", "/nonexistent/model", "--port", str(port))
     assert r.returncode == 2, r.stderr
     assert r.stderr == f"agentrl serve: error: cannot listen on 127.0.0.1:{port}: address already in use; pick " \
                        "another --port (0 = any free port)\n", r.stderr

@@ -44,10 +44,12 @@ async def serve(args: argparse.Namespace) -> None:
     from agentrl.config import Config, ModelConfig, RolloutConfig
     from agentrl.engine.build import build_engine
     from agentrl.engine.protocol import SamplingParams
+    from agentrl.engine.serve import check_listenable, listen_error
     from agentrl.gateway import Gateway
     from agentrl.models import load_tokenizer
     from agentrl.rollout.chat import ChatRenderer
 
+    check_listenable(args.host, args.port)  # before the model loads
     tokenizer = load_tokenizer(args.model)
     renderer = ChatRenderer(tokenizer)
     run_cfg = Config(model=ModelConfig(name=args.model, device=args.device),
@@ -59,8 +61,8 @@ async def serve(args: argparse.Namespace) -> None:
     try:
         try:
             url = await gateway.start(args.host, args.port)
-        except OSError as e:
-            raise AgentRLError(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}") from None
+        except OSError as e:  # taken between the check and now
+            raise AgentRLError(listen_error(args.host, args.port, e)) from None
         print(f"agentrl gateway: listening on {url} (model {args.model}); open a session with POST {url}/sessions",
               flush=True)
         stop = asyncio.Event()

@@ -326,6 +326,29 @@ def spawn_server(model: str = "tiny", *, host: str = "127.0.0.1", port: int = 0,
     raise EngineError(f"agentrl serve did not start within {timeout_s:.0f}s:\n" + "".join(lines[-20:]))
 
 
+def listen_error(host: str, port: int, e: OSError) -> str:
+    """One line for an address the server cannot listen on (busy, or not this machine's): the user's to fix."""
+    reason = os.strerror(e.errno).lower() if e.errno else str(e)
+    return f"cannot listen on {host}:{port}: {reason}; pick another --port (0 = any free port)"
+
+
+def check_listenable(host: str, port: int) -> None:
+    """Refuse an address that cannot be listened on before a model is loaded (seconds to minutes): bind it as the
+    server will (SO_REUSEADDR, as aiohttp does) and let go. Raises AgentRLError with listen_error's line."""
+    import socket
+
+    from agentrl.errors import AgentRLError
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        family, kind, proto, _, address = infos[0]
+        with socket.socket(family, kind, proto) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind(address)
+    except OSError as e:
+        raise AgentRLError(listen_error(host, port, e)) from None
+
+
 async def serve_forever(model: str, host: str, port: int, *, dtype: str = "float32", device: str = "cpu",
                         seed: int | None = None, max_batch_size: int = 64, api_key: str | None = None,
                         admin_api_key: str | None = None) -> None:
@@ -340,6 +363,7 @@ async def serve_forever(model: str, host: str, port: int, *, dtype: str = "float
 
     if dtype not in ("float32", "bfloat16"):
         raise ConfigError(f"--dtype {dtype}: the embedded engine runs float32 or bfloat16")
+    check_listenable(host, port)
     cfg = Config(model=ModelConfig(name=model, device=device),
                  rollout=RolloutConfig(engine_dtype=dtype, max_batch_size=max_batch_size))
     engine = await asyncio.to_thread(build_engine, cfg, seed=random.getrandbits(63) if seed is None else seed)
@@ -348,8 +372,7 @@ async def serve_forever(model: str, host: str, port: int, *, dtype: str = "float
                                          admin_api_key=admin_api_key)
     except OSError as e:  # a busy or unavailable address is the user's to fix: one line, exit 2 (as the gateway)
         await engine.close()
-        reason = os.strerror(e.errno).lower() if e.errno else str(e)
-        raise AgentRLError(f"cannot listen on {host}:{port}: {reason}; pick another --port (0 = any free port)") from None
+        raise AgentRLError(listen_error(host, port, e)) from None
     print(f"agentrl serve: listening on {url} (model {model}, weight version {engine.version})", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -7,16 +7,18 @@ import socket
 from agentrl.cli import main
 
 
-def test_a_port_in_use_is_one_line_and_exit_2(capsys):
+def test_a_port_in_use_is_one_line_and_exit_2(capsys, tmp_path):
     """Guards the user-mistake path: the gateway cannot bind (another server holds the port) → one error line
-    naming the address, exit 2, and the engine it started is closed."""
+    naming the address with serve's hint, exit 2, said before any model loads (the model here does not exist:
+    a gateway that loaded first reported the model instead; issue 55 item 10)."""
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        assert main(["gateway", "--model", "tiny", "--port", str(port)]) == 2
+        assert main(["gateway", "--model", str(tmp_path / "no-model"), "--port", str(port)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith(f"agentrl gateway: error: cannot listen on 127.0.0.1:{port}")
+    assert err == [f"agentrl gateway: error: cannot listen on 127.0.0.1:{port}: address already in use; pick another "
+                   "--port (0 = any free port)"], err
 
 
 def test_a_bad_token_budget_is_refused_before_loading_anything(capsys):
