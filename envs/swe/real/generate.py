@@ -651,15 +651,15 @@ def self_check(sandbox, tasks: list[Task], log=print, *, audit: bool = False) ->
     return problems
 
 
-def judge_filter_file(source: str, out: str, backend: str, names: list[str] | None) -> int:
-    """Steps 6-7 on a task file made before them: per package, seal the snapshots and keep the tests the suite
-    judge decides; write the kept tasks to `out` and print what was dropped and removed."""
+def _filter_per_package(tasks: list[Task], backend: str, names: list[str] | None,
+                        step) -> tuple[list[Task], set[str], dict[str, int]]:
+    """Run a filtering step on a finished task file's tasks, package by package (those in `names`, if given), with a
+    Generator over two fresh sandboxes: `step(gen, mine, files) -> (kept, counts)`. Prints a line per package;
+    returns the kept tasks, the ids it dropped and the counts summed over packages."""
     from agentrl.sandboxes import open_sandbox
 
-    start = time.monotonic()
-    records = [json.loads(x) for x in Path(source).read_text(encoding="utf-8").splitlines() if x.strip()]
-    tasks = load_real(source)
     kept: list[Task] = []
+    dropped: set[str] = set()
     totals: dict[str, int] = {}
     with open_sandbox(backend, cpus=1.0, memory_mb=1024) as sb, open_sandbox(backend, cpus=1.0, memory_mb=1024) as jsb:
         gen = Generator(sb, log=lambda m: print(m, flush=True), judge_sandbox=jsb)
@@ -668,11 +668,21 @@ def judge_filter_file(source: str, out: str, backend: str, names: list[str] | No
             if not mine or names and pkg.name not in names:
                 continue
             t0 = time.monotonic()
-            got, stats = gen.judged(mine, snapshot_files(pkg))
+            got, counts = step(gen, mine, snapshot_files(pkg))
             kept += got
-            for k, v in stats.items():
+            dropped |= {t.instance_id for t in mine} - {t.instance_id for t in got}
+            for k, v in counts.items():
                 totals[k] = totals.get(k, 0) + v
-            print(f"{pkg.name:<12} {len(got)}/{len(mine)} tasks kept {stats} ({time.monotonic() - t0:.0f}s)", flush=True)
+            print(f"{pkg.name:<12} {len(got)}/{len(mine)} tasks kept {counts} ({time.monotonic() - t0:.0f}s)", flush=True)
+    return kept, dropped, totals
+
+
+def judge_filter_file(source: str, out: str, backend: str, names: list[str] | None) -> int:
+    """Steps 6-7 on a task file made before them: per package, seal the snapshots and keep the tests the suite
+    judge decides; write the kept tasks to `out` and print what was dropped and removed."""
+    start = time.monotonic()
+    records = [json.loads(x) for x in Path(source).read_text(encoding="utf-8").splitlines() if x.strip()]
+    kept, _, totals = _filter_per_package(load_real(source), backend, names, Generator.judged)
     write_records(kept, out)
     print(f"wrote {len(kept)} of {len(records)} tasks to {out}: {totals} ({time.monotonic() - start:.0f}s)")
     return 0
@@ -682,25 +692,9 @@ def nonfix_filter_file(source: str, out: str, backend: str, names: list[str] | N
     """Step 8 alone on a task file made before it (sealed and judge-filtered): drop every task whose tests a
     generic non-fix of nonfixes.py passes under the suite judge; write the other lines of `source` to `out` byte
     for byte (the tasks of packages not in `names` too) and print the dropped count per non-fix."""
-    from agentrl.sandboxes import open_sandbox
-
     start = time.monotonic()
     lines = [x for x in Path(source).read_text(encoding="utf-8").splitlines() if x.strip()]
-    tasks = load_real(source)
-    stats: dict[str, int] = {}
-    dropped: set[str] = set()
-    with open_sandbox(backend, cpus=1.0, memory_mb=1024) as sb, open_sandbox(backend, cpus=1.0, memory_mb=1024) as jsb:
-        gen = Generator(sb, log=lambda m: print(m, flush=True), judge_sandbox=jsb)
-        for pkg in load_packages():
-            mine = [t for t in tasks if t.repo == pkg.repo]
-            if not mine or names and pkg.name not in names:
-                continue
-            t0 = time.monotonic()
-            got, weak = gen.nonfix_filter(mine, snapshot_files(pkg))
-            dropped |= {t.instance_id for t in mine} - {t.instance_id for t in got}
-            for k, v in weak.items():
-                stats[k] = stats.get(k, 0) + v
-            print(f"{pkg.name:<12} {len(got)}/{len(mine)} tasks kept {weak} ({time.monotonic() - t0:.0f}s)", flush=True)
+    _, dropped, stats = _filter_per_package(load_real(source), backend, names, Generator.nonfix_filter)
     kept = [x for x in lines if json.loads(x)["instance_id"] not in dropped]
     Path(out).write_text("".join(x + "\n" for x in kept), encoding="utf-8")
     print(f"wrote {len(kept)} of {len(lines)} tasks to {out}: {stats} ({time.monotonic() - start:.0f}s)")
