@@ -29,18 +29,22 @@ import asyncio
 import json
 import math
 import os
+import random
 import sys
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
+from statistics import NormalDist
 from typing import Any
 
 from agentrl.errors import AgentRLError
 from agentrl.rollout.seeds import HELDOUT_STEP, heldout_seed
 from agentrl.types import scored
 
-__all__ = ["HELDOUT_STEP", "EvalConfig", "EvalHook", "EvalTask", "HeldOut", "run_eval", "run_episodes", "summarize"]
+__all__ = ["HELDOUT_STEP", "EvalConfig", "EvalHook", "EvalTask", "HeldOut", "compare_paired", "detectable_effect",
+           "held_out_means", "paired_t_interval", "pilot_diff_sd", "run_eval", "run_episodes", "sign_flip_test",
+           "sign_test", "summarize"]
 
 
 @dataclass
@@ -411,9 +415,135 @@ def paired_sign_test(before: HeldOut, after: HeldOut) -> tuple[int, int, float]:
     common = before.per_task.keys() & after.per_task.keys()
     gained = sum(after.per_task[s] >= 0.5 > before.per_task[s] for s in common)
     lost = sum(before.per_task[s] >= 0.5 > after.per_task[s] for s in common)
+    return gained, lost, _sign_p(gained, lost)
+
+
+def _sign_p(gained: int, lost: int) -> float:
+    """Exact two-sided binomial p of `gained` against `lost` under p = 1/2 (ties already left out)."""
     n, k = gained + lost, min(gained, lost)
-    p = min(1.0, 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2**n) if n else 1.0
-    return gained, lost, p
+    return min(1.0, 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2**n) if n else 1.0
+
+
+# ---- paired comparisons of per-task outcomes (k samples per task: per-task means) ----
+# One design throughout (Miller 2024, "Adding Error Bars to Evals"): tasks are the unit, each task is its own
+# control (d_t = after_t − before_t over the tasks both scored), and the tests below all read the d_t.
+
+def held_out_means(records: list[dict], key=lambda rec: rec["instance_id"],
+                   score=lambda rec: rec["resolved"]) -> HeldOut:
+    """A HeldOut of k-sample records: per_task is each task's mean score over its scored episodes, mean the mean
+    over tasks, the interval Wilson's over tasks with the summed task means as successes (conservative: a
+    [0, 1]-valued task mean of mean p has variance at most p(1 − p)); masked counts infrastructure failures."""
+    by_task: dict[Any, list[float]] = defaultdict(list)
+    for r in records:
+        if not r["infra_error"]:
+            by_task[key(r)].append(min(max(float(score(r)), 0.0), 1.0))
+    per_task = {k: sum(v) / len(v) for k, v in by_task.items()}
+    total = sum(per_task.values())
+    low, high = wilson(total, len(per_task))
+    return HeldOut(mean=total / max(len(per_task), 1), low=low, high=high, n=len(per_task),
+                   masked=sum(bool(r["infra_error"]) for r in records), per_task=per_task)
+
+
+def sign_flip_test(diffs, *, exact_max: int = 20, draws: int = 20_000, seed: int = 0) -> float:
+    """Two-sided p of the paired permutation test of a zero mean difference: under the null each task's d_t is as
+    likely to have either sign, so p is the share of sign patterns whose |Σ ±d_t| reaches the observed |Σ d_t|.
+    Exact over all patterns when at most `exact_max` d_t are nonzero (zeros never move the sum), else `draws`
+    seeded Monte Carlo patterns with the +1 correction, p = (hits + 1) / (draws + 1)."""
+    d = [float(x) for x in diffs if x != 0]
+    if not d:
+        return 1.0
+    observed = abs(sum(d))
+    tol = 1e-9 * max(1.0, sum(abs(x) for x in d))  # sums equal up to float rounding count as reaching it
+    if len(d) <= exact_max:
+        sums = [d[0]]  # the first sign fixed: a pattern and its mirror have the same |sum|
+        for x in d[1:]:
+            sums = [s + x for s in sums] + [s - x for s in sums]
+        return sum(abs(s) >= observed - tol for s in sums) / len(sums)
+    chunks = [d[i : i + 8] for i in range(0, len(d), 8)]  # a table of the 2^8 signed sums of each 8 d_t
+    tables = [[sum(x if b >> i & 1 else -x for i, x in enumerate(c)) for b in range(1 << len(c))] for c in chunks]
+    rng = random.Random(seed)
+    hits = sum(abs(sum(t[rng.getrandbits(len(c))] for t, c in zip(tables, chunks, strict=True))) >= observed - tol
+               for _ in range(draws))
+    return (hits + 1) / (draws + 1)
+
+
+def sign_test(diffs) -> tuple[int, int, float]:
+    """(tasks whose outcome rose, tasks whose outcome fell, exact two-sided binomial p), ties left out: the sign
+    test on per-task differences (on 0/1 outcomes it is paired_sign_test, McNemar's exact test)."""
+    gained, lost = sum(x > 0 for x in diffs), sum(x < 0 for x in diffs)
+    return gained, lost, _sign_p(gained, lost)
+
+
+def t_critical(df: int, level: float = 0.95) -> float:
+    """Student's two-sided critical value: P(|T_df| ≤ t) = level, by bisection on the exact finite-series CDF of
+    integer df (Abramowitz & Stegun 26.7.3-4)."""
+    def central(t: float) -> float:  # P(|T| <= t)
+        theta = math.atan(t / math.sqrt(df))
+        c2, term = math.cos(theta) ** 2, (1.0 if df % 2 == 0 else math.cos(theta))
+        acc = term
+        for k in range(1, (df - 2) // 2 + 1 if df % 2 == 0 else (df - 3) // 2 + 1):
+            term *= ((2 * k - 1) / (2 * k) if df % 2 == 0 else 2 * k / (2 * k + 1)) * c2
+            acc += term
+        if df % 2 == 0:
+            return math.sin(theta) * acc
+        return 2 / math.pi * (theta + (math.sin(theta) * acc if df > 1 else 0.0))
+
+    low, high = 0.0, 1.0
+    while central(high) < level:
+        high *= 2
+    for _ in range(100):
+        mid = (low + high) / 2
+        low, high = (mid, high) if central(mid) < level else (low, mid)
+    return (low + high) / 2
+
+
+def paired_t_interval(diffs, level: float = 0.95) -> tuple[float, float, float]:
+    """(mean, low, high) of the mean per-task difference: Student's t interval over tasks (df = n − 1), clipped
+    to [−1, 1] where differences of success rates lie; [−1, 1] with fewer than 2 tasks."""
+    d = [float(x) for x in diffs]
+    n = len(d)
+    mean = sum(d) / n if n else 0.0
+    if n < 2:
+        return mean, -1.0, 1.0
+    half = t_critical(n - 1, level) * math.sqrt(sum((x - mean) ** 2 for x in d) / (n - 1) / n)
+    return mean, max(-1.0, mean - half), min(1.0, mean + half)
+
+
+def detectable_effect(per_task_diff_sd: float, n_tasks: int, alpha: float = 0.05, power: float = 0.8) -> float:
+    """The smallest true mean difference the paired design detects with probability `power` by a two-sided test
+    at level `alpha`, normal approximation: (z_{1−α/2} + z_{power}) · sd_d / √n (2.80 · sd_d / √n at the
+    defaults), sd_d the SD of the per-task differences."""
+    z = NormalDist().inv_cdf
+    return (z(1 - alpha / 2) + z(power)) * per_task_diff_sd / math.sqrt(n_tasks)
+
+
+def pilot_diff_sd(first: dict, second: dict) -> float:
+    """The SD (n − 1) of per-task differences between two k-sample evaluations of equally good checkpoints (the
+    same one under two seed families, or two copies trained alike): the noise any comparison of the design
+    carries, for detectable_effect."""
+    d = [second[k] - first[k] for k in first.keys() & second.keys()]
+    if len(d) < 2:
+        raise ValueError(f"pilot_diff_sd needs at least 2 tasks both evaluations scored, got {len(d)}")
+    mean = sum(d) / len(d)
+    return math.sqrt(sum((x - mean) ** 2 for x in d) / (len(d) - 1))
+
+
+def compare_paired(before: dict, after: dict, clusters: dict | None = None) -> dict[str, Any]:
+    """Every paired statistic of two per-task outcome maps over the tasks both scored, d_t = after_t − before_t:
+    mean difference with its t interval, the sign-flip permutation p, the sign test, and with `clusters`
+    ({task: module}) the sign-flip test over per-module sums of d_t (tasks of one module may move together)."""
+    keys = sorted(before.keys() & after.keys(), key=str)
+    d = [after[k] - before[k] for k in keys]
+    mean, low, high = paired_t_interval(d)
+    gained, lost, p_sign = sign_test(d)
+    out: dict[str, Any] = {"tasks": len(d), "mean_diff": mean, "ci95": [low, high], "p_permutation": sign_flip_test(d),
+                           "gained": gained, "lost": lost, "p_sign": p_sign}
+    if clusters is not None:
+        sums: dict[Any, float] = defaultdict(float)
+        for k, x in zip(keys, d, strict=True):
+            sums[clusters[k]] += x
+        out.update(clusters=len(sums), p_clustered=sign_flip_test(list(sums.values())))
+    return out
 
 
 class _Progress:
