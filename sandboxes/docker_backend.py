@@ -257,11 +257,14 @@ class DockerSandbox(FileOpsMixin):
         if (timed_out or exit_code is None or exit_code >= 128) and not watchdog_fired:
             # `timeout` got its process group; this also gets setsid escapees, and it fails if the container died
             # (its state may still read "running" for a moment after a kill, so an exec is the reliable probe)
-            try:
-                probe = self._raw_exec("kill -9 -1 2>/dev/null; echo agentrl-ok")[1]
-                running = self.client.api.inspect_container(self.id)["State"]["Running"]
-            except Exception as e:
-                probe, running = str(e)[:120].encode(), False
+            for attempt in range(2):  # a busy engine's API error is asked once more before the container is judged
+                try:
+                    probe = self._raw_exec("kill -9 -1 2>/dev/null; echo agentrl-ok")[1]
+                    running = self.client.api.inspect_container(self.id)["State"]["Running"]
+                    break
+                except Exception as e:  # noqa: BLE001 - judged below
+                    probe, running = str(e)[:120].encode(), False
+                    time.sleep(0.5 * (1 - attempt))
             if probe.strip() != b"agentrl-ok" or not running:
                 self.kill()
                 raise SandboxDead(f"container {self.id[:12]} died during exec (exit {exit_code}): {probe[:120]!r}")
@@ -300,17 +303,26 @@ class DockerSandbox(FileOpsMixin):
                 dialogue.finish()
             done.set()
 
-    def _exit_code(self, exec_id: str) -> int | None:
-        """ExitCode from exec_inspect, polling briefly while the engine finishes bookkeeping."""
-        for _ in range(40):
+    def _exit_code(self, exec_id: str, wait_s: float = 10.0) -> int | None:
+        """ExitCode from exec_inspect, polling while the engine finishes its bookkeeping: at once on an idle
+        machine, but a loaded engine has been seen to take over a second, and reading None there sent a finished
+        command down the dead-container probe (137, or a pooled container killed). None after `wait_s`."""
+        import docker
+
+        deadline, pause = time.monotonic() + wait_s, 0.01
+        while True:
             try:
                 info = self.client.api.exec_inspect(exec_id)
-            except Exception:
+                if not info.get("Running") and info.get("ExitCode") is not None:
+                    return int(info["ExitCode"])
+            except docker.errors.NotFound:
+                return None  # the exec (or its container) is gone: nothing will ever say how it ended
+            except Exception:  # noqa: BLE001 - a slow or busy engine; asked again until the deadline
+                pass
+            if time.monotonic() >= deadline:
                 return None
-            if not info.get("Running") and info.get("ExitCode") is not None:
-                return int(info["ExitCode"])
-            time.sleep(0.025)
-        return None
+            time.sleep(pause)
+            pause = min(pause * 2, 0.2)
 
     def _kill_agent_processes(self) -> None:
         """Watchdog: `kill -9 -1` as the agent uid kills every agent process (not the keep-alive, another uid)."""

@@ -41,6 +41,36 @@ def test_container_killed_mid_exec_raises_sandbox_dead_and_pool_recovers():
 
 
 @needs_docker
+def test_an_engine_slow_to_record_an_exit_code_is_waited_for_not_taken_for_a_dead_container():
+    """Guards a flake of the loaded suite (a pooled container killed and removed 14 s after it started): a loaded
+    engine went on saying Running for over a second after a command's stream closed, the exit code read as None
+    after 40 polls of 25 ms, and the command went down the dead-container probe (137, or the container killed).
+    Here the real engine's exec_inspect answers are held back for 1.5 s after the stream ends (and its first
+    answer is an API error); the command must still end with its own exit code and the container live on."""
+    import docker
+
+    sb = DockerSandbox(small_config())
+    try:
+        real = sb.client.api.exec_inspect
+        first_asked: dict[str, float] = {}
+
+        def slow_inspect(exec_id):
+            if exec_id not in first_asked:
+                first_asked[exec_id] = time.monotonic()
+                raise docker.errors.APIError("busy engine (injected)")
+            info = real(exec_id)
+            return {**info, "Running": True, "ExitCode": None} if time.monotonic() - first_asked[exec_id] < 1.5 else info
+
+        sb.client.api.exec_inspect = slow_inspect
+        r = sb.exec("echo hi; exit 3", timeout=20)
+        assert (r.exit_code, r.output, r.timed_out) == (3, "hi\n", False), r
+        sb.client.api.exec_inspect = real
+        assert sb.alive() and sb.exec("echo still").output == "still\n"
+    finally:
+        sb.close()
+
+
+@needs_docker
 def test_missing_engine_fails_fast_with_a_clear_error(monkeypatch):
     monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/agentrl-test.sock")
     t0 = time.monotonic()
