@@ -127,6 +127,10 @@ def test_a_first_run_in_which_every_episode_scored_0_names_the_choices_that_appl
                       "episodes masked, 6 groups sampled (100% dropped)).", tail
     assert tail[1] == "Every episode scored 0, so no group had a reward difference for GRPO to learn from. What " \
                       "can change that for this run:", tail
+    assert tail[2] == "  - a model that can learn: model.name=tiny is randomly initialized (it exists for tests) and " \
+                      "solves nothing in a few steps whatever the settings below; the default is " \
+                      "model.name=smollm2-135m-instruct", tail
+    tail = tail[:2] + tail[3:]
     # the tiny random model never stops by itself, so the run also knows that every action hit the token budget
     assert tail[2] == "  - a larger token budget per action: every action was cut at rollout.max_new_tokens=16 " \
                       "before it could finish", tail
@@ -156,6 +160,9 @@ def test_the_advice_names_an_envs_own_partial_credit_and_level_arguments(tmp_pat
     assert "  - a warm start already ran and did not help: this run started from --init-from " \
            "runs/sft-calc/checkpoints/step_000000; more expert episodes" in calc, calc
     assert "token budget" not in calc  # 3 of 16 actions were cut, not every one
+    assert "model.name=tiny is randomly initialized" not in calc, calc  # the preset's model learns
+    tiny = explain(load_config("calc", None, ["model.name=tiny"]), tmp_path, rows, skipped).splitlines()
+    assert tiny[2].startswith("  - a model that can learn: model.name=tiny is randomly initialized"), tiny
     swe = explain(load_config("swe_lite", None, ["env.kwargs.level=2", "sft.episodes=0",
                                                  "env.kwargs.shaped_reward=false"]), tmp_path, rows, skipped)
     assert "env.kwargs.shaped_reward=true (off in this run)" in swe and "lower env.kwargs.level; this run used 2" in swe

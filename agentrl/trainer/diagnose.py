@@ -45,7 +45,7 @@ def explain(cfg, run_dir: Path, rows: list[dict], skipped: list[str], *, init_fr
     what = (f"Every episode scored {_score(scores)}" if len(scores) == 1 else
             "Within each task, every episode scored the same (" + ", ".join(
                 f"{n} group(s) all {r:g}" for r, n in sorted(scores.items())) + ")")
-    choices = [c for c in (_truncation(cfg, rows), _partial_credit(cfg), _easier(cfg), _more_samples(cfg),
+    choices = [c for c in (_random_model(cfg), _truncation(cfg, rows), _partial_credit(cfg), _easier(cfg), _more_samples(cfg),
                            _warm_start(cfg, run_dir, init_from, resumed, rows)) if c]
     return (f"{head}\n{what}, so no group had a reward difference for GRPO to learn from. What can change that "
             "for this run:\n" + "\n".join(f"  - {c}" for c in choices))
@@ -78,6 +78,16 @@ def _level_hint(cfg, *, harder: bool) -> str:
         if name in params:
             return f" (a {'higher' if harder else 'lower'} env.kwargs.{name}; this run used {_current(cfg, params, name)!r})"
     return ""
+
+
+def _random_model(cfg) -> str | None:
+    """The test model first: random weights solve nothing in a few steps, whatever else the run changes."""
+    from agentrl.models import DEFAULT_MODEL, TINY
+
+    if cfg.model.name != TINY:
+        return None
+    return (f"a model that can learn: model.name={TINY} is randomly initialized (it exists for tests) and solves "
+            f"nothing in a few steps whatever the settings below; the default is model.name={DEFAULT_MODEL}")
 
 
 def _truncation(cfg, rows: list[dict]) -> str | None:
