@@ -1,9 +1,12 @@
-"""Held-out resolved rate of a model on swe_lite, one greedy episode per task at a given level.
+"""Held-out resolved rate of a model on swe_lite: one greedy episode per task at a given level, or k sampled ones.
 
 Used by bench/learn_swe.py and `make demo` (scripts/demo_swe.py). Unlike the loop's seeded held-out sampling,
-every eligible task of the held-out splits is run exactly once, so two models (or checkpoints) are compared
-task by task (agentrl.evaluation.paired_sign_test) on the same tasks. It is the generic evaluator
-(agentrl.evaluation.run_episodes) with swe_lite's hook and the training run's episode budget, greedy.
+every eligible task of the held-out splits is run exactly once (greedy) or k times (`samples=k`, at the
+config's rollout temperature), so two models (or checkpoints) are compared task by task on the same tasks
+(agentrl.evaluation.paired_sign_test; compare_paired on per-task means). Sample j of a task draws with the
+same seeds whichever model runs it (sampling_seed), so the comparison is paired in its random draws too. It is
+the generic evaluator (agentrl.evaluation.run_episodes) with swe_lite's hook and the training run's episode
+budget.
 "Resolved" is the grader's verdict (all hidden F2P and P2P tests pass), never a shaped reward; an episode the
 loop's own budget ended is graded as it stands, as in `agentrl eval`. An evaluation can be continued: episodes
 already finished (`done`) are kept and the rest run. `non_fix_findings` reads a resolved episode's patch for the
@@ -26,6 +29,18 @@ from agentrl.evaluation import HeldOut
 
 EVAL_WALL_CLOCK_S = 6 * 3600.0
 """Episode wall-clock budget of a held-out evaluation: a backstop only (see resolved_rate)."""
+SEEDS = ("sample j of task t samples turn k with seed turn_seed(member_sampling_seed(name_seed(t), j, 0, family), k) "
+         "(agentrl.rollout.seeds: sha256 of the instance id, then fixed integer mixes), whatever the checkpoint; "
+         "family 0 in every phase, 1 for the pilot's second draw")
+"""How the k-sample evaluation's seeds are derived, in words (the bench's record carries it)."""
+
+
+def sampling_seed(instance_id: str, sample: int, family: int = 0) -> int:
+    """The episode sampling seed of sample `sample` of a held-out task: what run_member derives for member `sample`
+    of the task seed name_seed(instance_id) under sampling_salt `family` (attempt 0; evaluation never retries)."""
+    from agentrl.rollout.seeds import member_sampling_seed, name_seed
+
+    return member_sampling_seed(name_seed(instance_id), sample, 0, family)
 
 
 def held_out_tasks(split: str = "test", level: int = 0, limit: int | None = None, tasks=None,
@@ -47,10 +62,14 @@ def held_out_tasks(split: str = "test", level: int = 0, limit: int | None = None
 
 
 async def resolved_rate(cfg, engine, tokenizer, tasks: list[Task], level: int, *, concurrency: int | None = None,
-                        on_record=None, episodes_path=None, done: dict | None = None) -> HeldOut:
+                        on_record=None, episodes_path=None, done: dict | None = None, samples: int | None = None,
+                        family: int = 0) -> HeldOut:
     """Greedy episodes of `engine`, one per task at `level`; HeldOut keyed by instance id (resolved = 1.0).
 
-    `done`: records of episodes already finished ({(instance_id, 0): record}, as agentrl.evaluation.load_done
+    With `samples=k`, k episodes per task at the config's rollout temperature, top_p and top_k (training's
+    sampling), sample j drawing with sampling_seed(task, j, family) (each record keeps it as `sampling_seed`);
+    HeldOut.per_task is then each task's mean over its scored samples (agentrl.evaluation.held_out_means).
+    `done`: records of episodes already finished ({(instance_id, sample): record}, as agentrl.evaluation.load_done
     reads them), which are kept and not run again; `on_record(record)` is called as each new episode finishes
     (to persist it). With `episodes_path`, every episode is written there as readable text (task, verdict, the
     whole exchange): what the model actually did, for reading a rate of 0 as format errors, wrong edits or
@@ -58,7 +77,7 @@ async def resolved_rate(cfg, engine, tokenizer, tasks: list[Task], level: int, *
     from agentrl.envs.swe.evaluation import eval_task
     from agentrl.envs.swe_lite import SweLiteEvalHook
 
-    from agentrl.evaluation import EvalConfig, held_out, run_episodes
+    from agentrl.evaluation import EvalConfig, held_out, held_out_means, run_episodes
     from agentrl.registry import make
     from agentrl.rollout.agent_loop import LoopConfig
 
@@ -69,17 +88,27 @@ async def resolved_rate(cfg, engine, tokenizer, tasks: list[Task], level: int, *
     kwargs.pop("split", None)
     kwargs.pop("curriculum", None)
     job = EvalConfig(env=cfg.env.name, split=None, model="benchmark", transcripts=episodes_path is not None,
-                     concurrency=concurrency or cfg.rollout.concurrency)
-    loop_cfg = LoopConfig.from_rollout(cfg.rollout, temperature=0.0, top_p=1.0, top_k=-1, episode_timeout_s=EVAL_WALL_CLOCK_S,
+                     concurrency=concurrency or cfg.rollout.concurrency, samples=samples or 1)
+    decoding = {"sampling_salt": family} if samples else {"temperature": 0.0, "top_p": 1.0, "top_k": -1}
+    loop_cfg = LoopConfig.from_rollout(cfg.rollout, **decoding, episode_timeout_s=EVAL_WALL_CLOCK_S,
                                        grade_at_budget=True)
     index = {t.instance_id: i for i, t in enumerate(tasks)}
-    kept = [rec for (iid, _), rec in (done or {}).items() if iid in index]
+    kept = [rec for (iid, j), rec in (done or {}).items() if iid in index and j < job.samples]
+
+    def finished(rec: dict) -> None:
+        if samples:  # the seed run_member drew with, kept with the episode (pairs are checked by it)
+            rec["sampling_seed"] = sampling_seed(rec["instance_id"], rec["sample"], family)
+        if on_record is not None:
+            on_record(rec)
+
     records = kept + await run_episodes(job, [eval_task(t) for t in tasks], partial(make, cfg.env.name, **kwargs),
-                                        engine, tokenizer, loop_cfg, hook=SweLiteEvalHook(), on_record=on_record,
+                                        engine, tokenizer, loop_cfg, hook=SweLiteEvalHook(), on_record=finished,
                                         done=done)
-    records.sort(key=lambda rec: index[rec["instance_id"]])
+    records.sort(key=lambda rec: (index[rec["instance_id"]], rec["sample"]))
     if episodes_path is not None:
         write_episodes(episodes_path, records, level)
+    if samples:
+        return held_out_means(records)
     return held_out(records, key=lambda rec: rec["instance_id"], score=lambda rec: rec["resolved"])
 
 
@@ -87,7 +116,8 @@ def write_episodes(path, records: list[dict], level: int) -> None:
     """Every episode as readable text: task, verdict, ending, then what the model wrote and the env answered."""
     with open(path, "w") as f:
         for rec in records:
-            f.write(f"{rec['instance_id']}  level {level}  resolved={rec['resolved']}  "
+            f.write(f"{rec['instance_id']}{'' if rec['sample'] == 0 else '#' + str(rec['sample'])}  level {level}  "
+                    f"resolved={rec['resolved']}  "
                     f"termination={rec['termination']}  scored={not rec['infra_error']}\n")
             for row in rec.get("transcript") or []:
                 f.write(f"--- {row['role']}\n{row['content'][:6000]}\n")
@@ -96,9 +126,10 @@ def write_episodes(path, records: list[dict], level: int) -> None:
 
 def evaluate_model(cfg, model_name: str, tasks: list[Task], level: int, *, label: str = "",
                    episodes_path=None, done: dict | None = None, on_record=None,
-                   concurrency: int | None = None) -> HeldOut:
-    """resolved_rate of a model (a name or a checkpoint's model directory) on its own embedded engine, every
-    task at once unless `concurrency` says fewer; `done` and `on_record` as in resolved_rate.
+                   concurrency: int | None = None, samples: int | None = None, family: int = 0) -> HeldOut:
+    """resolved_rate of a model (a name or a checkpoint's model directory) on its own embedded engine, as many
+    episodes at once as there are tasks unless `concurrency` says fewer; `done`, `on_record`, `samples` and
+    `family` as in resolved_rate.
 
     With `label`, prints one progress line per finished episode (an evaluation takes minutes on a CPU)."""
     from agentrl.sandboxes import reaper
@@ -108,8 +139,9 @@ def evaluate_model(cfg, model_name: str, tasks: list[Task], level: int, *, label
 
     reaper.install_sigterm_hook()
     tokenizer = load_tokenizer(model_name)
-    done_ids = {iid for iid, _ in done or {}}
-    kept = sum(t.instance_id in done_ids for t in tasks)
+    k = samples or 1
+    ids = {t.instance_id for t in tasks}
+    kept = sum(iid in ids and j < k for iid, j in done or {})
 
     async def go():
         # fp32 and seed 0 whatever the preset says: the benchmark's figures were all measured that way
@@ -123,13 +155,13 @@ def evaluate_model(cfg, model_name: str, tasks: list[Task], level: int, *, label
                 if on_record is not None:
                     on_record(rec)
                 if label:
-                    print(f"  {label} level {level}: {finished}/{len(tasks)} held-out episodes", flush=True)
+                    print(f"  {label} level {level}: {finished}/{k * len(tasks)} held-out episodes", flush=True)
 
             # every task at once: the engine batches their decode steps (a batch of 12 costs far less than 3 of 4
             # on a CPU), and greedy episodes do not depend on what runs beside them beyond kernel rounding
             return await resolved_rate(cfg, engine, tokenizer, tasks, level,
                                        concurrency=concurrency or max(1, len(tasks)), on_record=progress,
-                                       episodes_path=episodes_path, done=done)
+                                       episodes_path=episodes_path, done=done, samples=samples, family=family)
         finally:
             await engine.close()
 
@@ -212,9 +244,10 @@ def non_fix_findings(task: Task, patch: str) -> list[str]:
 
 
 def audit_episodes(records: list[dict], tasks: list[Task]) -> dict:
-    """How many resolved episodes contain a change non_fix_findings flags, and which (instance id → lines)."""
+    """How many resolved episodes contain a change non_fix_findings flags, and which (instance id, with #j for
+    sample j > 0 of a k-sample evaluation → lines)."""
     by_id = {t.instance_id: t for t in tasks}
     resolved = [r for r in records if r.get("resolved") and r["instance_id"] in by_id]
-    flagged = {r["instance_id"]: found for r in resolved
+    flagged = {r["instance_id"] + (f"#{r['sample']}" if r.get("sample") else ""): found for r in resolved
                if (found := non_fix_findings(by_id[r["instance_id"]], r.get("patch") or ""))}
     return {"resolved": len(resolved), "flagged": len(flagged), "episodes": flagged}
