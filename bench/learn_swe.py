@@ -4,7 +4,7 @@ after GRPO from that checkpoint, with the wall time of each phase.
 
     .venv/bin/python bench/learn_swe.py [--env swe_real] [--levels 0,1,2] [--train-level 0] [--sft-episodes 32]
             [--grpo-steps 12] [--split test] [--limit N] [--base-limit N] [--out runs/learn_swe] [--quick]
-            [--reeval [--reuse]] [--audit] [trainer.lr=1e-5 ...]
+            [--samples K [--no-greedy] [--pilot]] [--reeval [--reuse]] [--audit] [trainer.lr=1e-5 ...]
 
 The recipe is the env's preset (configs/swe_lite.yaml, configs/swe_real.yaml) under --config and the dotted
 overrides; `--grpo-steps 0` stops after the warm start. Held-out tasks are every task of `--split` offered at a
@@ -15,21 +15,45 @@ Wilson interval, and GRPO is compared with the warm start on the same tasks by a
 (swe_lite.benchmark.non_fix_findings: an always-equal value, a special case of the quoted example); `--audit`
 runs that audit alone on a finished state directory.
 
+**Sampled success (`--samples K`).** One greedy episode per task can only see gains of about 10 points on ~150
+tasks. With `--samples K` every phase is also evaluated with K episodes per held-out task at the recipe's rollout
+temperature, top_p and top_k (training's sampling distribution), and that is the primary comparison; greedy
+stays as a secondary line (`--no-greedy` drops it). Seeds are paired between checkpoints: turn k of sample j of
+task t samples with seed turn_seed(member_sampling_seed(name_seed(t), j, 0, 0), k) (agentrl.rollout.seeds,
+sha256-based), in every phase, and the embedded engine draws each request's uniforms from its own seed, so two
+checkpoints meet the same random draws (common random numbers; each record keeps its `sampling_seed`). A task's
+outcome is its mean success over its scored samples; a phase's rate is the mean over tasks with Wilson's 95%
+interval over tasks (conservative for means in [0, 1]). GRPO is compared with the warm start (and with a phase
+named `control` once one exists: COMPARED) on the per-task differences by a sign-flip permutation test (the
+primary p; exact up to 20 nonzero differences, else 20000 seeded draws), the sign test on task means, the same
+permutation test over per-module sums (module-clustered: tasks of one module may move together), and a Student t
+95% interval of the mean difference (agentrl.evaluation.compare_paired).
+
+**Pilot (`--pilot`, with `--samples K`).** Run with the measurement's own command and --out before GRPO: it trains
+the warm start, evaluates it with seed family 0 (the evaluation the full run reuses) and family 1 (salt 1 in
+member_sampling_seed), trains a second warm start with rollout.seed + 1 (other demonstrations, other order) and
+evaluates it with family 0, and writes OUT/pilot.json: the SD of per-task differences of each pair and the
+design's detectable effect at this n and K for 80% power at two-sided alpha 0.05 (2.80 · sd / √n;
+agentrl.evaluation.detectable_effect), the larger of the two being the design's. The full run's report quotes it.
+
 **Resume.** --out is the run's state directory, and running the same command again continues it after any
 interruption (Ctrl-C, SIGTERM, SIGKILL, a machine that went away): a finished phase is never run again; the warm
 start, which keeps no checkpoint of its own until it ends, starts over; GRPO continues from its last checkpoint
 (trainer.checkpoint_every) with its metrics and trajectories cut back to that step; an evaluation keeps every
-episode it finished (each is appended to OUT/episodes_<phase>_level<L>.jsonl as it ends) and runs only the rest.
-Kept episodes are as exact as the uninterrupted run: a greedy fp32 episode depends only on the checkpoint and the
-task, up to the floating-point reduction order of whichever episodes shared its batch, which an uninterrupted
-run leaves to timing too. OUT/run.json pins the recipe (command, resolved configs, held-out tasks); a different
+episode it finished (each is appended to OUT/episodes_<phase>_level<L>.jsonl as it ends, keyed by task and
+sample) and runs only the rest. Kept episodes are as exact as the uninterrupted run: a greedy fp32 episode
+depends only on the checkpoint and the task (a sampled one also on its fixed seeds), up to the floating-point
+reduction order of whichever episodes shared its batch, which an uninterrupted run leaves to timing too.
+OUT/run.json pins the recipe (command, resolved configs, held-out tasks, the k-sample design); a different
 recipe is refused (exit 2) rather than mixed into the old state. The wall time of a phase counts the work that
 was kept (an interrupted attempt up to its last kept episode or checkpoint).
 
 Outputs: OUT/summary.json, OUT/record.json (the small published record: table, sign test, audit, command, commit,
-CPU, precision, wall times), OUT/dashboard.png (resolved rate per level and phase), per phase
+CPU, precision, wall times; with --samples its `sampled` part: design, seeds, rows, paired tests, pilot),
+OUT/dashboard.png (resolved rate per level and phase, the sampled one under --samples), per phase
 OUT/heldout_<phase>_level<L>.json (per-task outcomes and what they were measured on) and
-OUT/episodes_<phase>_level<L>.txt (every episode as text); the GRPO run keeps its own training dashboard.
+OUT/episodes_<phase>_level<L>.txt (every episode as text; the K-sample evaluation's files end in _k<K>, the
+pilot's second seed family in _k<K>_seeds1); the GRPO run keeps its own training dashboard.
 `--reeval` trains nothing and evaluates the latest sft/ and grpo/ checkpoints again (e.g. after `agentrl train
 --resume OUT/grpo trainer.steps=24`); with `--reuse` a phase or episode stored for the same checkpoint is kept.
 
@@ -49,15 +73,16 @@ import shutil
 import subprocess
 import sys
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
-from agentrl.envs.swe_lite.benchmark import audit_episodes, evaluate_model, held_out_tasks
+from agentrl.envs.swe_lite.benchmark import SEEDS, audit_episodes, evaluate_model, held_out_tasks
 
 from agentrl.config import dump_config, load_config
-from agentrl.evaluation import load_done
+from agentrl.evaluation import compare_paired, detectable_effect, load_done, pilot_diff_sd
 from agentrl.trainer.checkpoint import latest_checkpoint
 from agentrl.trainer.heldout import HeldOut, paired_sign_test
 
@@ -161,32 +186,63 @@ def fingerprint(model: str) -> list:
     return [[str(f.relative_to(d)), f.stat().st_size, f.stat().st_mtime_ns] for f in sorted(d.rglob("*")) if f.is_file()]
 
 
-def save_heldout(path: Path, h: HeldOut, model: str, task_ids: list[str], eval_s: float) -> None:
-    """One phase's held-out result with what it was measured on: the phase is done when this matches."""
+@dataclass(frozen=True)
+class Design:
+    """How one evaluation decodes: greedy (samples None), or `samples` episodes per task at the recipe's rollout
+    temperature drawing from seed family `family` (envs/swe_lite/benchmark.py sampling_seed)."""
+
+    samples: int | None = None
+    family: int = 0
+
+    def stem(self, phase: str, level: int) -> str:
+        """The evaluation's file stem (greedy keeps the stems the greedy-only benchmark always had)."""
+        base = f"{phase.replace(' ', '_')}_level{level}"
+        if self.samples is None:
+            return base
+        return f"{base}_k{self.samples}" + (f"_seeds{self.family}" if self.family else "")
+
+    def pinned(self) -> dict | None:
+        """What a stored result or episode file must have been measured with (None for greedy, as before)."""
+        return None if self.samples is None else {"samples": self.samples, "family": self.family}
+
+
+def save_heldout(path: Path, h: HeldOut, model: str, task_ids: list[str], eval_s: float,
+                 design: dict | None = None, episodes: dict | None = None) -> None:
+    """One phase's held-out result with what it was measured on: the phase is done when this matches. A k-sample
+    result also keeps its design and the scored episodes of each task."""
+    extra = {} if design is None else {"design": design, "episodes": episodes}
     write_json(path, {"checkpoint": str(model), "fingerprint": fingerprint(model), "tasks": task_ids,
                       "eval_s": round(eval_s, 1), "mean": h.mean, "low": h.low, "high": h.high, "n": h.n,
-                      "masked": h.masked, "per_task": h.per_task})
+                      "masked": h.masked, "per_task": h.per_task, **extra})
 
 
-def load_heldout(path: Path, model: str, task_ids: list[str]) -> tuple[HeldOut, float] | None:
-    """(the stored HeldOut, its eval seconds) if path holds a result for this checkpoint and these tasks."""
+def load_heldout(path: Path, model: str, task_ids: list[str],
+                 design: dict | None = None) -> tuple[HeldOut, float, dict] | None:
+    """(the stored HeldOut, its eval seconds, its scored episodes per task) if path holds a result for this
+    checkpoint, these tasks and this design."""
     try:
         d = json.loads(path.read_text())
-        if d.get("checkpoint") != str(model) or d.get("fingerprint") != fingerprint(model) or d.get("tasks") != task_ids:
+        if (d.get("checkpoint") != str(model) or d.get("fingerprint") != fingerprint(model) or d.get("tasks") != task_ids
+                or d.get("design") != design):
             return None
         per_task = {str(k): float(v) for k, v in d["per_task"].items()}
-        return HeldOut(d["mean"], d["low"], d["high"], d["n"], d["masked"], per_task), float(d.get("eval_s", 0.0))
+        h = HeldOut(d["mean"], d["low"], d["high"], d["n"], d["masked"], per_task)
+        return h, float(d.get("eval_s", 0.0)), d.get("episodes") or {}
     except (OSError, ValueError, KeyError, TypeError, AttributeError):  # missing or damaged: evaluate again
         return None
 
 
 class EpisodeStore:
-    """The finished episodes of one evaluation (OUT/episodes_<stem>.jsonl, one record per line as each ends), for
-    the checkpoint and tasks its .meta.json names; a store of another checkpoint or task list is discarded."""
+    """The finished episodes of one evaluation (OUT/episodes_<stem>.jsonl, one record per line as each ends, keyed
+    by (task, sample)), for the checkpoint, tasks and k-sample design its .meta.json names; a store of another
+    checkpoint, task list or design is discarded."""
 
-    def __init__(self, out: Path, stem: str, model: str, task_ids: list[str], *, fresh: bool):
+    def __init__(self, out: Path, stem: str, model: str, task_ids: list[str], *, fresh: bool,
+                 design: dict | None = None):
         self.path, meta = out / f"episodes_{stem}.jsonl", out / f"episodes_{stem}.meta.json"
         want = {"checkpoint": str(model), "fingerprint": fingerprint(model), "tasks": task_ids}
+        if design is not None:
+            want["design"] = design
         try:
             same = json.loads(meta.read_text()) == want
         except (OSError, ValueError):
@@ -285,10 +341,23 @@ def parse_args(argv):
                    help="with --reeval: keep a phase's stored result when its checkpoint and tasks are unchanged")
     p.add_argument("--audit", action="store_true",
                    help="only the non-fix audit of the stored GRPO episodes of a finished --out")
+    p.add_argument("--samples", type=int, default=None, metavar="K",
+                   help="also evaluate K sampled episodes per held-out task at the recipe's rollout temperature, "
+                        "seeds paired across phases: the primary comparison (default: greedy only)")
+    p.add_argument("--no-greedy", action="store_true", help="with --samples: skip the greedy (secondary) evaluation")
+    p.add_argument("--pilot", action="store_true",
+                   help="with --samples: train only the warm start (and a copy) and measure the design's detectable "
+                        "effect; run it with the measurement's own command and --out, before GRPO")
     p.add_argument("overrides", nargs="*", help="dotted config overrides for both training phases")
     args = p.parse_args(argv)
     if args.reuse and not args.reeval:
         p.error("--reuse only applies with --reeval (a training run makes new checkpoints)")
+    if args.samples is not None and args.samples < 1:
+        p.error(f"--samples {args.samples}: give 1 or more episodes per task")
+    if (args.no_greedy or args.pilot) and args.samples is None:
+        p.error(f"{'--pilot' if args.pilot else '--no-greedy'} needs --samples K")
+    if args.pilot and args.reeval:
+        p.error("--pilot trains the warm start it measures; it does not combine with --reeval")
     return args
 
 
@@ -325,19 +394,28 @@ class Bench:
     cfg: Any  # the recipe's config (evaluation reads its env and rollout budget)
     sft_cfg: Any
     grpo_cfg: Any  # None with --grpo-steps 0
+    copy_cfg: Any  # --pilot's second warm start (rollout.seed + 1), else None
     tasks: dict[int, list]  # held-out tasks per level
     base_tasks: dict[int, list]  # the base model's (the first --base-limit of them)
     where: dict  # {"phase": what runs now}, for the line an interruption prints
     clock: Clock | None = None
-    rows: list[dict] = field(default_factory=list)
-    held: dict = field(default_factory=dict)  # (phase, level) -> HeldOut
+    rows: list[dict] = field(default_factory=list)  # greedy
+    held: dict = field(default_factory=dict)  # (phase, level) -> HeldOut, greedy
+    sampled_rows: list[dict] = field(default_factory=list)  # --samples
+    sampled: dict = field(default_factory=dict)  # (phase, level) -> HeldOut of per-task means, --samples
     audits: dict = field(default_factory=dict)  # level -> audit_episodes of the GRPO phase
+
+    @property
+    def greedy(self) -> bool:
+        return not self.args.no_greedy
 
     def recipe(self) -> dict:
         """What OUT/run.json pins: a resumed run must compute exactly this."""
         a = self.args
+        sampled = {"samples": a.samples, "greedy": self.greedy} if a.samples else None
         return {"env": a.env, "model": a.model, "config": a.config, "levels": self.levels, "split": a.split,
                 "limit": self.args.limit, "skip_base": a.skip_base, "eval_concurrency": a.eval_concurrency,
+                "sampled": sampled,
                 "sft": comparable(self.sft_cfg), "grpo": comparable(self.grpo_cfg) if self.grpo_cfg else None,
                 "held_out": {str(lv): [t.instance_id for t in self.tasks[lv]] for lv in self.levels},
                 "base_held_out": {str(lv): [t.instance_id for t in self.base_tasks[lv]] for lv in self.levels}}
@@ -367,8 +445,12 @@ def plan(args, where: dict) -> Bench:
 
         pool = load_real(None, args.split)
     base_limit = min(filter(None, (args.limit, args.base_limit)), default=None)  # the first N, one per module in turn
-    return Bench(args=args, out=out, levels=levels, overrides=overrides, cfg=config([]),
+    cfg = config([])
+    copy_cfg = config(["trainer.steps=0", f"trainer.run_dir={out / 'sft_copy'}",
+                       f"rollout.seed={cfg.rollout.seed + 1}"]) if args.pilot else None
+    return Bench(args=args, out=out, levels=levels, overrides=overrides, cfg=cfg,
                  sft_cfg=config(["trainer.steps=0", f"trainer.run_dir={out / 'sft'}"]), grpo_cfg=grpo_cfg,
+                 copy_cfg=copy_cfg,
                  tasks={lv: held_out_tasks(args.split, lv, args.limit, pool=pool) for lv in levels},
                  base_tasks={lv: held_out_tasks(args.split, lv, base_limit, pool=pool) for lv in levels}, where=where)
 
@@ -382,6 +464,11 @@ def run(args, argv: list[str], where: dict) -> dict:
     if args.audit:
         return audit_only(b.out, b.tasks, b.levels)
     print("held-out tasks per level: " + ", ".join(f"level {lv}: {len(t)}" for lv, t in b.tasks.items()), flush=True)
+    if args.samples:
+        print(f"sampled evaluation: {args.samples} episodes per task at T = {b.cfg.rollout.temperature}; {SEEDS}",
+              flush=True)
+    if args.pilot:
+        return pilot(b)
     if not args.skip_base and not args.reeval:
         evaluate_phase(b, "base model", args.model, 0.0, b.base_tasks)
     sft_ckpt = warm_start_phase(b)
@@ -396,50 +483,125 @@ def run(args, argv: list[str], where: dict) -> dict:
 
 
 def evaluate_phase(b: Bench, name: str, model: str, train_s: float, task_lists: dict) -> None:
-    """Evaluate `model` at every level unless its result is stored, keeping the episodes an interrupted attempt
-    finished; adds the phase's rows (and for GRPO the non-fix audit of its resolved episodes)."""
-    fresh = b.args.reeval and not b.args.reuse
+    """Evaluate `model` at every level, greedy and (--samples) k-sampled, unless its result is stored, keeping the
+    episodes an interrupted attempt finished; adds the phase's rows (and for GRPO the non-fix audit of its
+    resolved episodes: the greedy ones, or the sampled ones under --no-greedy)."""
+    k = b.args.samples
     for lv in b.levels:
-        stem = f"{name.replace(' ', '_')}_level{lv}"
-        ids = [t.instance_id for t in task_lists[lv]]
-        stored = None if fresh else load_heldout(b.out / f"heldout_{stem}.json", model, ids)
-        if stored is not None:
-            (h, eval_s), note = stored, " (done earlier)"
-        else:
-            b.where["phase"] = f"the {name} evaluation at level {lv}"
-            store = EpisodeStore(b.out, stem, model, ids, fresh=fresh)
-            b.clock.begin(f"eval {stem}", store.kept_until, fresh=fresh)
-            note = f" ({len(store.done)} finished episode(s) kept from an interrupted run)" if store.done else ""
-            print(f"== {name}: evaluating level {lv} on {len(ids)} held-out tasks{note}", flush=True)
-            h = evaluate_model(b.cfg, model, task_lists[lv], lv, label=name, episodes_path=b.out / f"episodes_{stem}.txt",
-                               done=store.done, on_record=store.append, concurrency=b.args.eval_concurrency)
-            eval_s = b.clock.end(f"eval {stem}")
-            save_heldout(b.out / f"heldout_{stem}.json", h, model, ids, eval_s)
-        b.held[(name, lv)] = h
-        if name == "GRPO" and b.args.env == "swe_lite":
-            b.audits[lv] = audit_episodes(list(load_done(b.out / f"episodes_{stem}.jsonl").values()), task_lists[lv])
-        b.rows.append({"phase": name, "level": lv, "resolved": h.mean, "ci95": [h.low, h.high], "n": h.n,
-                       "solved": round(h.mean * h.n), "masked": h.masked, "train_s": round(train_s, 1),
-                       "eval_s": round(eval_s, 1)})
-        print(f"{name} level {lv}: {h}  (train {train_s:.0f}s, eval {eval_s:.0f}s){note}", flush=True)
+        designs = ([Design()] if b.greedy else []) + ([Design(k)] if k else [])
+        for design in designs:
+            h, eval_s, episodes, note = evaluate_once(b, name, model, task_lists[lv], lv, design)
+            stem = design.stem(name, lv)
+            if name == "GRPO" and b.args.env == "swe_lite" and design == designs[0]:
+                audited = load_done(b.out / f"episodes_{stem}.jsonl").values()
+                b.audits[lv] = audit_episodes(list(audited), task_lists[lv])
+            row = {"phase": name, "level": lv, "resolved": h.mean, "ci95": [h.low, h.high], "n": h.n,
+                   "solved": round(h.mean * h.n), "masked": h.masked, "train_s": round(train_s, 1),
+                   "eval_s": round(eval_s, 1)}
+            if design.samples is None:
+                b.held[(name, lv)] = h
+                b.rows.append(row)
+                print(f"{name} level {lv}: {h}  (train {train_s:.0f}s, eval {eval_s:.0f}s){note}", flush=True)
+                continue
+            b.sampled[(name, lv)] = h
+            del row["solved"]
+            b.sampled_rows.append({**row, "episodes": sum(episodes.values()),
+                                   "min_samples": min((episodes.get(i, 0) for i in h.per_task), default=0)})
+            print(f"{name} level {lv}, {k} samples per task: {h}  (train {train_s:.0f}s, eval {eval_s:.0f}s){note}",
+                  flush=True)
 
 
-def warm_start_phase(b: Bench) -> Path:
-    """The warm start's checkpoint: the stored one, or a new expert SFT (a killed one kept nothing: it starts over)."""
+def evaluate_once(b: Bench, name: str, model: str, tasks: list, lv: int,
+                  design: Design) -> tuple[HeldOut, float, dict, str]:
+    """One evaluation of `model` on `tasks` at level `lv`: the stored result when it is of this checkpoint, these
+    tasks and this design, else the episodes an interrupted attempt kept and the rest. Returns (HeldOut, eval
+    seconds, scored episodes per task (k-sample designs), a note for the line that reports it)."""
+    fresh = b.args.reeval and not b.args.reuse
+    stem, ids = design.stem(name, lv), [t.instance_id for t in tasks]
+    stored = None if fresh else load_heldout(b.out / f"heldout_{stem}.json", model, ids, design.pinned())
+    if stored is not None:
+        return *stored, " (done earlier)"
+    what = "" if design.samples is None else f" × {design.samples} samples" + (
+        f" (seed family {design.family})" if design.family else "")
+    b.where["phase"] = f"the {name} evaluation at level {lv}{what}"
+    store = EpisodeStore(b.out, stem, model, ids, fresh=fresh, design=design.pinned())
+    b.clock.begin(f"eval {stem}", store.kept_until, fresh=fresh)
+    note = f" ({len(store.done)} finished episode(s) kept from an interrupted run)" if store.done else ""
+    print(f"== {name}: evaluating level {lv} on {len(ids)} held-out tasks{what}{note}", flush=True)
+    h = evaluate_model(b.cfg, model, tasks, lv, label=name, episodes_path=b.out / f"episodes_{stem}.txt",
+                       done=store.done, on_record=store.append, concurrency=b.args.eval_concurrency,
+                       samples=design.samples, family=design.family)
+    eval_s = b.clock.end(f"eval {stem}")
+    episodes = dict(Counter(iid for iid, _ in load_done(store.path))) if design.samples else {}
+    save_heldout(b.out / f"heldout_{stem}.json", h, model, ids, eval_s, design.pinned(), episodes)
+    return h, eval_s, episodes, note
+
+
+def warm_start_phase(b: Bench, phase: str = "sft") -> Path:
+    """The warm start's checkpoint (OUT/sft; --pilot's copy: phase "sft_copy"): the stored one, or a new expert SFT
+    (a killed one kept nothing: it starts over)."""
     from agentrl.trainer.loop import train
 
-    ckpt = latest_checkpoint(b.out / "sft")
+    ckpt = latest_checkpoint(b.out / phase)
     if ckpt is not None:
         return ckpt
     if b.args.reeval:
-        raise Refused(f"--reeval: no complete sft/ checkpoint under {b.out}")
-    b.where["phase"] = "the warm start"
-    print("== warm start (expert SFT)", flush=True)
-    b.clock.begin("sft")
-    shutil.rmtree(b.out / "sft", ignore_errors=True)
-    ckpt = train(b.sft_cfg).checkpoint
-    b.clock.end("sft")
+        raise Refused(f"--reeval: no complete {phase}/ checkpoint under {b.out}")
+    copy = phase == "sft_copy"
+    b.where["phase"] = "the pilot's second warm start" if copy else "the warm start"
+    print("== second warm start (expert SFT, rollout.seed + 1)" if copy else "== warm start (expert SFT)", flush=True)
+    b.clock.begin(phase)
+    shutil.rmtree(b.out / phase, ignore_errors=True)
+    ckpt = train(b.copy_cfg if copy else b.sft_cfg).checkpoint
+    b.clock.end(phase)
     return ckpt
+
+
+def pilot(b: Bench) -> dict:
+    """--pilot: the detectable effect of the k-sample design before any GRPO checkpoint is evaluated. The warm start
+    is evaluated with seed family 0 (the very evaluation the full run reuses) and again with family 1, and a second
+    warm start, trained like the first but with rollout.seed + 1 (other demonstrations in another order: the SFT
+    draws both from it), with family 0. The SD of per-task differences of each pair gives the detectable effect
+    at this n and k (agentrl.evaluation.detectable_effect, 80% power, two-sided alpha 0.05); OUT/pilot.json keeps
+    it, and the full run's report states it."""
+    k = b.args.samples
+    models = {"warm start": str(warm_start_phase(b) / "model"),
+              "warm start copy": str(warm_start_phase(b, "sft_copy") / "model")}
+    result: dict[str, Any] = {"samples": k, "temperature": b.cfg.rollout.temperature, "seeds": SEEDS, "alpha": 0.05,
+                              "power": 0.8, "levels": {}}
+    for lv in b.levels:
+        first, again, copy = (evaluate_once(b, name, models[name], b.tasks[lv], lv, Design(k, family))[0]
+                              for name, family in (("warm start", 0), ("warm start", 1), ("warm start copy", 0)))
+        try:
+            sd = {"seeds": pilot_diff_sd(first.per_task, again.per_task),
+                  "copies": pilot_diff_sd(first.per_task, copy.per_task)}
+        except ValueError as e:
+            raise Refused(f"--pilot at level {lv}: {e}") from None
+        n = len(first.per_task)
+        mde = {key: detectable_effect(v, n) for key, v in sd.items()}
+        result["levels"][lv] = {"tasks": n, "warm_start": first.mean, "warm_start_seeds1": again.mean,
+                                "warm_start_copy": copy.mean, "diff_sd": sd, "detectable": mde,
+                                "design_detectable": max(mde.values())}
+    write_json(b.out / "pilot.json", result)
+    print("\n" + "\n".join(pilot_lines(result)))
+    return result
+
+
+def pilot_lines(pilot: dict) -> list[str]:
+    """The pilot's result in words: what the design can see."""
+    lines = [f"pilot: {pilot['samples']} samples per task at T = {pilot['temperature']}; detectable effect at 80% "
+             "power, two-sided alpha 0.05 (2.80 × sd of per-task differences / √n)"]
+    for lv, r in pilot["levels"].items():
+        if not r["design_detectable"]:
+            lines.append(f"level {lv}, {r['tasks']} tasks: every task scored alike in all three evaluations "
+                         f"(warm start {r['warm_start']:.3f}): no spread, so the pilot cannot size the design")
+            continue
+        lines.append(f"level {lv}, {r['tasks']} tasks: warm start {r['warm_start']:.3f} (seed family 1: "
+                     f"{r['warm_start_seeds1']:.3f}; second warm start {r['warm_start_copy']:.3f}); sd of differences "
+                     f"{r['diff_sd']['seeds']:.3f} between seed families, {r['diff_sd']['copies']:.3f} between the "
+                     f"two warm starts; detectable {r['detectable']['seeds']:+.3f} / {r['detectable']['copies']:+.3f}"
+                     f": the design sees a gain of {r['design_detectable']:.3f} or more")
+    return lines
 
 
 def report(b: Bench, pinned: dict, sft_ckpt: Path, grpo_ckpt: Path | None) -> dict:
@@ -447,18 +609,24 @@ def report(b: Bench, pinned: dict, sft_ckpt: Path, grpo_ckpt: Path | None) -> di
     from agentrl.engine.build import compute_precision, engine_precision
 
     a, paired = b.args, {}
-    if grpo_ckpt is not None:
+    if grpo_ckpt is not None and b.greedy:
         for lv in b.levels:
             gained, lost, p_value = paired_sign_test(b.held[("warm start", lv)], b.held[("GRPO", lv)])
             paired[lv] = {"gained": gained, "lost": lost, "p_value": p_value}
-    total_s = sum(r["train_s"] for r in b.rows if r["level"] == b.levels[0]) + sum(r["eval_s"] for r in b.rows)
-    png = dashboard(b.rows, b.out / "dashboard.png")
+    primary = b.sampled_rows or b.rows
+    total_s = (sum(r["train_s"] for r in primary if r["level"] == b.levels[0])
+               + sum(r["eval_s"] for r in b.rows + b.sampled_rows))
+    png = dashboard(primary, b.out / "dashboard.png",
+                    f"held-out resolved rate ({a.samples} samples per task)" if a.samples else None)
     summary = {"model": a.model, "config": a.config, "split": a.split, "levels": b.levels, "quick": a.quick,
                "overrides": b.overrides, "env": a.env,
                "checkpoints": {"sft": str(sft_ckpt), "grpo": str(grpo_ckpt) if grpo_ckpt else None},
                "held_out_tasks": {lv: [t.instance_id for t in b.tasks[lv]] for lv in b.levels}, "rows": b.rows,
                "paired_grpo_vs_warm_start": paired, "audit": b.audits, "total_s": round(total_s, 1),
                "dashboard": str(png) if png else None, "training_dashboard": str(b.out / "grpo" / "dashboard.png")}
+    sampled = sampled_report(b) if a.samples else None
+    if sampled:
+        summary["sampled"] = sampled
     train_cfg = b.grpo_cfg or b.sft_cfg
     record = {"status": "measured", "env": a.env, "model": a.model, "split": a.split, "rows": b.rows, "paired": paired,
               "audit": {lv: {k: x[k] for k in ("resolved", "flagged")} for lv, x in b.audits.items()},
@@ -467,6 +635,8 @@ def report(b: Bench, pinned: dict, sft_ckpt: Path, grpo_ckpt: Path | None) -> di
               "precision": {"trainer": compute_precision(train_cfg).name, "engine": engine_precision(train_cfg).name,
                             "evaluation": "float32"},
               "grader": "the judge" if a.env == "swe_lite" else "swe_real's grader", "total_s": round(total_s, 1)}
+    if sampled:
+        record["sampled"] = sampled
     name = "summary_reeval.json" if a.reeval else "summary.json"
     write_json(b.out / name, summary)
     if not a.reeval:
@@ -474,6 +644,62 @@ def report(b: Bench, pinned: dict, sft_ckpt: Path, grpo_ckpt: Path | None) -> di
     print("\n" + table(record))
     print(f"total {total_s / 60:.1f} min; summary {b.out / name}; dashboard {png}")
     return summary
+
+
+COMPARED = (("GRPO", "warm start"), ("GRPO", "control"))
+"""The k-sample comparisons (treatment, baseline) the report makes, each once both phases are evaluated: the
+compute-matched supervised control of issue 54 item 3 joins as a phase named "control"."""
+
+
+def sampled_report(b: Bench) -> dict:
+    """The k-sample evaluation's part of the report: its design, the rows, and per level for each pair of COMPARED
+    the paired statistics of per-task means (agentrl.evaluation.compare_paired, modules as clusters); the
+    pilot's detectable effect when OUT/pilot.json holds one for this design."""
+    cfg, paired = b.cfg.rollout, {}
+    for after, before in COMPARED:
+        by_level = {lv: compare_paired(b.sampled[(before, lv)].per_task, b.sampled[(after, lv)].per_task,
+                                       clusters={t.instance_id: t.repo for t in b.tasks[lv]})
+                    for lv in b.levels if (before, lv) in b.sampled and (after, lv) in b.sampled}
+        if by_level:
+            paired[f"{after} vs {before}"] = by_level
+    pilot = None
+    try:
+        pilot = json.loads((b.out / "pilot.json").read_text())
+        if pilot.get("samples") != b.args.samples:
+            pilot = None
+    except (OSError, ValueError):
+        pass
+    return {"samples": b.args.samples, "temperature": cfg.temperature, "top_p": cfg.top_p, "top_k": cfg.top_k,
+            "seeds": SEEDS,
+            "design": "k episodes per task; a task's outcome is its mean success over its scored episodes; the rate is "
+                      "the mean over tasks, its 95% CI Wilson's over tasks (conservative); paired on per-task "
+                      "differences: sign-flip permutation test (primary; exact up to 20 nonzero differences, else "
+                      "20000 seeded draws), sign test on task means, the permutation test over per-module sums "
+                      "(module-clustered), Student t 95% CI of the mean difference",
+            "rows": b.sampled_rows, "paired": paired, "pilot": pilot}
+
+
+def sampled_lines(record: dict) -> list[str]:
+    """The k-sample part of the table: the design, one row per phase and level, the paired tests."""
+    s = record["sampled"]
+    lines = []
+    if s.get("pilot"):
+        lines += pilot_lines(s["pilot"])
+    lines += [f"{record['env']} held-out resolved rate, {s['samples']} sampled episodes per task at T = "
+              f"{s['temperature']} (seeds paired across phases; mean of per-task means, 95% Wilson CI over tasks)",
+              f"{'phase':<12} {'level':>5} {'resolved':>9} {'95% CI':>17} {'tasks':>5} {'episodes':>8} {'train':>8} "
+              f"{'eval':>7}"]
+    for r in s["rows"]:
+        ci = "[{:.3f}, {:.3f}]".format(*r["ci95"])
+        lines.append(f"{r['phase']:<12} {r['level']:>5} {r['resolved']:9.3f} {ci:>17} {r['n']:>5} {r['episodes']:>8} "
+                     f"{r['train_s']:7.0f}s {r['eval_s']:6.0f}s")
+    for pair, by_level in s["paired"].items():
+        for lv, c in by_level.items():
+            lines.append(f"level {lv}: {pair}: {c['mean_diff']:+.3f} [{c['ci95'][0]:+.3f}, {c['ci95'][1]:+.3f}] over "
+                         f"{c['tasks']} tasks; permutation p = {c['p_permutation']:.2g}; sign test {c['gained']} up, "
+                         f"{c['lost']} down, p = {c['p_sign']:.2g}; module-clustered p = {c['p_clustered']:.2g} "
+                         f"({c['clusters']} modules)")
+    return lines
 
 
 def grpo_phase(out: Path, grpo_cfg, sft_ckpt: Path, clock: Clock, *, reeval: bool) -> Path:
@@ -514,6 +740,7 @@ def audit_only(out: Path, tasks: dict, levels: list[int]) -> dict:
     audits = {}
     for lv in levels:
         path = out / f"episodes_GRPO_level{lv}.jsonl"
+        path = path if path.exists() else next(out.glob(f"episodes_GRPO_level{lv}_k*.jsonl"), path)  # --no-greedy
         if not path.exists():
             raise Refused(f"--audit: {path} does not exist (the GRPO phase has not been evaluated)")
         audits[lv] = audit_episodes(list(load_done(path).values()), tasks[lv])
@@ -530,10 +757,13 @@ def audit_line(lv: int, a: dict) -> str:
 
 
 def table(record: dict) -> str:
-    """The benchmark's final table from its record: one row per phase and level, the sign test, the audit."""
-    lines = [f"{record['env']} held-out resolved rate (greedy, split {record['split']}, 95% Wilson CI); model "
-             f"{record['model']}",
-             f"{'phase':<12} {'level':>5} {'resolved':>9} {'95% CI':>17} {'n':>4} {'train':>8} {'eval':>7}"]
+    """The benchmark's final table from its record: one row per phase and level, the sign test, the audit; with
+    --samples the k-sample design and its table first (the primary comparison), greedy after it."""
+    lines = sampled_lines(record) + [""] if record.get("sampled") else []
+    if record["rows"]:
+        lines += [f"{record['env']} held-out resolved rate (greedy, split {record['split']}, 95% Wilson CI); model "
+                  f"{record['model']}",
+                  f"{'phase':<12} {'level':>5} {'resolved':>9} {'95% CI':>17} {'n':>4} {'train':>8} {'eval':>7}"]
     for r in record["rows"]:
         ci = "[{:.3f}, {:.3f}]".format(*r["ci95"])
         lines.append(f"{r['phase']:<12} {r['level']:>5} {r['resolved']:9.3f} {ci:>17} {r['n']:>4} {r['train_s']:7.0f}s "
@@ -546,8 +776,10 @@ def table(record: dict) -> str:
     return "\n".join(lines)
 
 
-def dashboard(rows: list[dict], path: Path) -> Path | None:
-    """A PNG of resolved rate per level and phase with 95% Wilson intervals (None without matplotlib)."""
+def dashboard(rows: list[dict], path: Path, ylabel: str | None = None) -> Path | None:
+    """A PNG of resolved rate per level and phase with 95% Wilson intervals (None without matplotlib or rows)."""
+    if not rows:
+        return None
     try:
         import matplotlib
 
@@ -567,7 +799,7 @@ def dashboard(rows: list[dict], path: Path) -> Path | None:
         ax.bar(xs, ys, width, yerr=err, capsize=3, label=phase)
     ax.set_xticks([i + width * (len(phases) - 1) / 2 for i in range(len(lvls))], [f"level {lv}" for lv in lvls])
     ax.set_ylim(0, 1)
-    ax.set_ylabel("held-out resolved rate (greedy)")
+    ax.set_ylabel(ylabel or "held-out resolved rate (greedy)")
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
