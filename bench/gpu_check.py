@@ -27,9 +27,12 @@ import asyncio
 import copy
 import json
 import math
+import os
 import random
+import signal
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -210,6 +213,49 @@ def engine_part(model_name: str, device: str, dtype: str, args) -> dict:
             "gap_max": max(gaps), "gap_mean": sum(gaps) / len(gaps), "peak_gib": engine_peak}
 
 
+PART_WHAT = {
+    "train": lambda a: f"calc: warm start of {a.sft_episodes} expert episodes, then {a.steps} GRPO steps of "
+                       f"{a.tasks}×{a.group} episodes",
+    "engine": lambda a: f"{a.prompts}×{a.samples} completions of ≤ {a.new_tokens} tokens, then HF generate on them",
+}
+STILL_EVERY_S = 30.0
+"""A part that runs longer says so this often (a CPU smoke run's bf16 training takes minutes)."""
+
+
+class still_running:
+    """Print '<part>: still running, N s' every STILL_EVERY_S while the part runs (a daemon thread)."""
+
+    def __init__(self, what: str):
+        self.what, self.stop = what, threading.Event()
+
+    def _beat(self, t0: float) -> None:
+        while not self.stop.wait(STILL_EVERY_S):
+            print(f"{self.what}: still running, {time.perf_counter() - t0:.0f} s", flush=True)
+
+    def __enter__(self):
+        threading.Thread(target=self._beat, args=(time.perf_counter(),), daemon=True).start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+
+
+def quit_on_second_interrupt() -> None:
+    """Ctrl-C stops the check: the first one interrupts the part (which may finish a blocking step first, a
+    minute on a CPU), a second one quits at once (exit 130; the temporary folder may stay in $TMPDIR)."""
+    def handler(signum, frame):
+        if handler.seen:
+            print("\ngpu_check: stopped", file=sys.stderr, flush=True)
+            os._exit(130)
+        handler.seen = True
+        print("\ngpu_check: stopping after the current operation (Ctrl-C again to quit at once)", file=sys.stderr,
+              flush=True)
+        raise KeyboardInterrupt
+
+    handler.seen = False
+    signal.signal(signal.SIGINT, handler)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run every part, print the tables, return the exit code."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -228,6 +274,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--strict", action="store_true", help="also fail when a speed target is not met")
     p.add_argument("--verbose", action="store_true", help="show the training runs' progress")
     args = p.parse_args(argv)
+    if threading.current_thread() is threading.main_thread():
+        quit_on_second_interrupt()
     started = time.perf_counter()
     from agentrl.models import check_device
 
@@ -252,9 +300,11 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             for dtype in dtypes:
                 t = time.perf_counter()
+                print(f"{name} {dtype}: running ({PART_WHAT[name](args)})", flush=True)
                 try:
-                    out = fn(model, args.device, dtype, args, workdir) if name == "train" else \
-                        fn(model, args.device, dtype, args)
+                    with still_running(f"{name} {dtype}"):
+                        out = fn(model, args.device, dtype, args, workdir) if name == "train" else \
+                            fn(model, args.device, dtype, args)
                 except Exception as e:
                     failures.append(f"{name} {dtype}: {type(e).__name__}: {e}")
                     print(f"{name} {dtype}: FAILED: {type(e).__name__}: {e}", flush=True)
@@ -323,4 +373,9 @@ def check_targets(results: dict, dtypes: list[str], args) -> list[str]:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        print("gpu_check: interrupted; no table", file=sys.stderr, flush=True)
+        sys.stdout.flush()
+        os._exit(130)  # not a normal exit: that would wait for the worker threads' blocking work (minutes on a CPU)

@@ -5,8 +5,10 @@ makes the exit status 1, a model that is not there 2."""
 from __future__ import annotations
 
 import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -35,6 +37,33 @@ def test_the_cpu_path_trains_both_dtypes_and_prints_every_table():
         assert engine, out
         assert float(engine.group(4)) < (0.05 if dtype == "bfloat16" else 1e-4)  # decode vs recompute
     assert "all parts passed" in out
+    assert "train float32: running (calc: warm start of 2 expert episodes, then 1 GRPO steps of 2×2 episodes)" in out
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_the_check_and_a_second_one_at_once():
+    """Guards a check that took 147 s to stop on Ctrl-C (blocking training work finished first, asyncio then
+    waited for its worker threads) and said nothing meanwhile: the first Ctrl-C says it is stopping, the second
+    quits at once with 130."""
+    proc = subprocess.Popen([sys.executable, str(SCRIPT), *TINY, "--dtypes", "float32", "--steps", "50"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for line in proc.stdout:
+            if line.startswith("train float32: running"):
+                break
+        time.sleep(3.0)  # into the warm start or the first steps
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.5)
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+        t0 = time.monotonic()
+        rc = proc.wait(timeout=30)
+        stopped_s = time.monotonic() - t0
+    finally:
+        proc.kill()
+    err = proc.stderr.read()
+    assert rc == 130 and "gpu_check: stopping after the current operation" in err, (rc, err[-2000:])
+    assert stopped_s < 10, stopped_s
 
 
 @pytest.mark.slow
