@@ -172,7 +172,8 @@ def budget_line(cfg: Config) -> str:
     line = (
         f"{r.tasks_per_step} tasks × {r.group_size} samples = {r.tasks_per_step * r.group_size} trajectories/step, "
         f"≤ {r.max_turns} turns and ≤ {r.max_context_tokens} tokens each; {cfg.trainer.steps} steps; "
-        f"micro-batches of ≤ {cfg.trainer.micro_batch_tokens} tokens"
+        f"micro-batches of ≤ {cfg.trainer.micro_batch_tokens} tokens; each step line ends with the time left at "
+        "the run's pace"
     )
     if r.mode != "sync" and cfg.cluster.backend == "local" and r.concurrency <= r.tasks_per_step * r.group_size:
         ahead = (admission_bound(r) + 1) * r.tasks_per_step * r.group_size

@@ -70,6 +70,7 @@ class Monitor:
         self._task = None
         self._step, self._planned, self._resampled = 0, 0, []  # the bar's step, its planned episodes, why it grew
         self.total_steps = total_steps
+        self._pace_from: tuple[int, float] | None = None  # (first step this process ran, when it began)
         self.timings: dict[str, float] = {}
         self.flagged = FlaggedWatch()
 
@@ -100,6 +101,8 @@ class Monitor:
         if self._task is not None:
             self.progress.remove_task(self._task)
         self.timings = {}
+        if label == "step" and self._pace_from is None:
+            self._pace_from = (step, time.monotonic())
         self._step, self._planned, self._resampled = step, episodes, []
         self._task = self.progress.add_task(
             "", total=episodes, label=label, step=step, steps=steps or self.total_steps, phase="rollout", reward="-",
@@ -172,7 +175,17 @@ class Monitor:
             self._tb.flush()
         if self._task is not None:
             self.progress.update(self._task, reward=f"{metrics.get('rollout/reward_mean', 0.0):.3f}", phase="done")
-        self.console.print(summary_line(step, metrics))
+        line, left = summary_line(step, metrics), self.time_left(step)
+        self.console.print(f"{line.rstrip(' |')}  |  {left}" if left else line)
+
+    def time_left(self, step: int) -> str:
+        """'~12 min left': the steps after `step` at the pace of the steps this process ran (a resumed run
+        counts from its restart); '' after the last step or before any."""
+        if self._pace_from is None or step >= self.total_steps or step < self._pace_from[0]:
+            return ""
+        first, began = self._pace_from
+        left = (time.monotonic() - began) / (step - first + 1) * (self.total_steps - step)
+        return f"~{duration(left)} left"
 
     def write_samples(self, step: int, trajectories, tokenizer, n: int = 2) -> None:
         """Render a few trajectories of step `step` as readable text in samples/step_<step>.txt (action and
@@ -270,6 +283,15 @@ def skip_reason(m: dict[str, float]) -> str | None:
     masked, zero_std = int(m.get("rollout/masked_episodes", 0)), m.get("rollout/zero_std_frac", 0)
     return (f"no trainable group: {masked} of {int(m.get('rollout/episodes', 0))} episodes masked, "
             f"{int(m.get('rollout/groups_sampled', 0))} groups sampled ({zero_std:.0%} dropped)")
+
+
+def duration(seconds: float) -> str:
+    """A rough human duration: '40 s', '12 min', '2.5 h'."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 def summary_line(step: int, m: dict[str, float]) -> str:

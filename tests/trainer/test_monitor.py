@@ -100,3 +100,22 @@ def test_a_window_that_falls_back_under_the_share_is_quiet():
     watch = FlaggedWatch(share=0.02, window=2)
     assert watch.observe(1, [SUSPICIOUS] + [CLEAN] * 9) is not None
     assert [watch.observe(s, [CLEAN] * 10) for s in (2, 3, 4)] == [None, None, None]
+
+
+def test_each_step_line_says_how_long_the_rest_of_the_run_takes_at_its_pace(tmp_path, monkeypatch):
+    """Guards a 2.5-h headline run that never said how long it would take (issue 55 item 9): every step line but
+    the last ends with the time left at the pace of the steps this process ran, a resumed run counting from its
+    restart."""
+    clock = [100.0]
+    monkeypatch.setattr(monitor_mod.time, "monotonic", lambda: clock[0])
+    out = io.StringIO()
+    with Monitor(tmp_path, total_steps=40, tensorboard=False, console=Console(file=out, force_terminal=False,
+                                                                              width=300)) as m:
+        for step in (11, 12):  # resumed at step 11: 30 s a step here
+            m.begin_step(step, 4)
+            clock[0] += 30.0
+            m.log(step, {"rollout/reward_mean": 0.5})
+        steps = [line for line in out.getvalue().splitlines() if line.startswith(("step 11:", "step 12:"))]
+    assert steps[0].endswith("clip 0.000  |  ~14 min left"), steps  # 29 steps × 30 s
+    assert steps[1].endswith("clip 0.000  |  ~14 min left"), steps  # 28 × 30 s
+    assert m.time_left(40) == "" and monitor_mod.duration(9000) == "2.5 h" and monitor_mod.duration(42) == "42 s"
