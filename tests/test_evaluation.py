@@ -76,20 +76,40 @@ def _eval_cmd(out: Path, *extra: str) -> list[str]:
             "--out", str(out), "--quiet", *extra]
 
 
+def oracle_sample():
+    """The last task of every module of the test split: 8 modules, fixes of one line and of several, none of them in
+    the corpus self-check's sample (each module's first task, tests/envs/swe_lite/test_corpus.py)."""
+    from agentrl.envs.swe.tasks import load_tasks
+
+    last = {t.repo: t for t in load_tasks(split="test")}
+    return list(last.values())
+
+
 @pytest.mark.docker
 @pytest.mark.slow
 @pytest.mark.parametrize("oracle,expected", [("gold", 1.0), ("empty", 0.0)])
 def test_oracle_eval(tmp_path, docker_backend, oracle, expected):
+    """Guards the eval job's path from an oracle's action to the summary through the real grader, on a shared pool
+    of 2 sandboxes that each serve several episodes: a gold fix that does not resolve (the action, the agent's
+    sandbox, the grade) or an empty patch that does, an infrastructure error, a record lost or written twice.
+    One task per module of the test split (the whole split, 123 tasks, took 3 and 2 minutes and proved nothing
+    more about this path; every shipped task's gold and empty grades are the corpus self-check's:
+    `python -m agentrl.envs.swe.lite.generate --self-check`)."""
     import asyncio
 
-    from agentrl.envs.swe.tasks import load_tasks
+    from agentrl.envs.swe.tasks import write_tasks
 
     from agentrl.evaluation import EvalConfig, run_eval
 
-    n = len(load_tasks(split="test"))
+    sample = oracle_sample()
+    n = len(sample)
+    assert len({t.difficulty for t in sample}) == 2  # one-line fixes and longer ones
+    write_tasks(sample, tmp_path / "tasks.jsonl")
     lines = []
-    cfg = EvalConfig(out=str(tmp_path / "r.jsonl"), split="test", oracle=oracle, concurrency=2, backend=docker_backend)
+    cfg = EvalConfig(out=str(tmp_path / "r.jsonl"), tasks_path=str(tmp_path / "tasks.jsonl"), split="test",
+                     oracle=oracle, concurrency=2, backend=docker_backend)
     records = asyncio.run(run_eval(cfg, progress=False, log=lines.append))
+    assert sorted(r["instance_id"] for r in records) == sorted(t.instance_id for t in sample)
     assert len(records) == n and all(not r["infra_error"] for r in records)
     assert summarize(records, 1)["resolved_rate"] == expected, [r for r in records if r["resolved"] != bool(expected)]
     assert "resolved rate" in lines[-1] and len((tmp_path / "r.jsonl").read_text().splitlines()) == n
