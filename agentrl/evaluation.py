@@ -21,6 +21,10 @@ re-running the same command skips every (instance_id, sample) already scored the
 infrastructure failures is the failure table's call (`agentrl.types.scored`): those are recorded with
 infra_error=True, left out of the rates, and run again by the next rerun. Fields a hook did not grade are
 null, never 0. Each record keeps the transcript of what the model wrote and what the env answered.
+
+Two evaluations of the same tasks are compared task by task: paired_sign_test for one 0/1 outcome per task, and
+for k samples per task the statistics at the end of this module (per-task means, a sign-flip permutation test,
+the sign test, a module-clustered check, a t interval, the design's detectable effect; compare_paired).
 """
 
 from __future__ import annotations
