@@ -15,6 +15,7 @@ import torch
 
 from agentrl import precision
 from agentrl.algo.metrics import to_host
+from agentrl.algo.signal import success_of
 from agentrl.rollout.agent_loop import LoopConfig
 from agentrl.rollout.seeds import warm_start_seed
 from agentrl.trainer.batch import build_minibatch, microbatches, model_device
@@ -112,4 +113,38 @@ async def run_sft(cfg, model, tokenizer, env_factory, monitor) -> list[dict[str,
     with open(monitor.run_dir / "sft_metrics.jsonl", "a") as f:
         for i, h in enumerate(history):
             f.write(json.dumps({"sft_step": i + 1, **h}) + "\n")  # numbered from 1, as training steps are
+    return history
+
+
+def resolved_episodes(trajectories) -> list:
+    """The episodes rejection-sampling fine-tuning keeps (bench/learn_swe.py's `rft` control): scored (an
+    infrastructure failure is masked, as in training), with model tokens, and resolved, i.e. task success as
+    agentrl.algo.signal.success_of reads it (reward_info's success/resolved/correct flag; an env with no flag
+    counts a reward ≥ 1). Never the shaped or format-inclusive reward: an unresolved episode with partial credit
+    is dropped."""
+    return [t for t in trajectories
+            if trainable(t) and t.num_action_tokens > 0 and success_of(t.reward_info, t.reward) >= 1.0]
+
+
+def sft_on(cfg, model, optimizer, trajectories, rng: random.Random, *, stop=None, after_step=None) -> list[dict]:
+    """Supervised training on given trajectories: one pass over them in an order shuffled by `rng`, in batches of
+    cfg.sft.batch_trajectories, one `sft_step` per batch (token-mean NLL on the model's action tokens; observation
+    tokens are masked, as in the warm start) with the trainer's micro-batching, prefix sharing and compute dtype.
+    `stop()`, asked before each batch, ends the pass early when true; `after_step(metrics)` runs after each step
+    (e.g. a learning-rate scheduler's step). Returns each step's metrics. The shuffle draws from `rng` exactly as
+    run_sft's epochs do, so a pass continues a warm start's order when given its generator."""
+    order = list(range(len(trajectories)))
+    rng.shuffle(order)
+    size, history = cfg.sft.batch_trajectories, []
+    model.train()
+    for i in range(0, len(order), size):
+        if stop is not None and stop():
+            break
+        m = sft_step(model, optimizer, [trajectories[j] for j in order[i:i + size]],
+                     micro_batch_tokens=cfg.trainer.micro_batch_tokens, chunk=cfg.trainer.logprob_chunk,
+                     grad_clip=cfg.trainer.grad_clip, share_prefix=cfg.trainer.share_prefix,
+                     compute_dtype=precision.resolve(cfg.model.compute_dtype, cfg.model.device).name)
+        history.append(m)
+        if after_step is not None:
+            after_step(m)
     return history
