@@ -1,17 +1,19 @@
 """Learning benchmark on `swe_lite` (or `swe_real`) with the default model on CPU: greedy resolved rate on
-held-out test modules (packages), per difficulty level, for the base model, after the expert warm start (SFT) and
-after GRPO from that checkpoint, with the wall time of each phase.
+held-out test modules (packages), per difficulty level, for the base model, after the expert warm start (SFT),
+after GRPO from that checkpoint and after a compute-matched supervised control from the same checkpoint, with the
+wall time of each phase.
 
     .venv/bin/python bench/learn_swe.py [--env swe_real] [--levels 0,1,2] [--train-level 0] [--sft-episodes 32]
             [--grpo-steps 12] [--split test] [--limit N] [--base-limit N] [--out runs/learn_swe] [--quick]
-            [--samples K [--no-greedy] [--pilot]] [--reeval [--reuse]] [--audit] [trainer.lr=1e-5 ...]
+            [--samples K [--no-greedy] [--pilot]] [--control rft|epochs|none [--control-s S]]
+            [--reeval [--reuse]] [--audit] [trainer.lr=1e-5 ...]
 
 The recipe is the env's preset (configs/swe_lite.yaml, configs/swe_real.yaml) under --config and the dotted
-overrides; `--grpo-steps 0` stops after the warm start. Held-out tasks are every task of `--split` offered at a
-level (level 0: one-line fixes), run once each, greedy; modules (swe_real: packages) of the test split never
-appear in training. `--base-limit N` evaluates the base model on the first N of them only. Each rate has a 95%
-Wilson interval, and GRPO is compared with the warm start on the same tasks by an exact paired sign test
-(McNemar) per level. The resolved GRPO episodes are then read by the non-fix audit
+overrides; `--grpo-steps 0` stops after the warm start (unless --control-s gives the control a budget).
+Held-out tasks are every task of `--split` offered at a level (level 0: one-line fixes), run once each, greedy;
+modules (swe_real: packages) of the test split never appear in training. `--base-limit N` evaluates the base model on the first N of them only. Each rate has a 95%
+Wilson interval, and GRPO is compared with the warm start (and the control) on the same tasks by an exact paired
+sign test (McNemar) per level. The resolved GRPO episodes are then read by the non-fix audit
 (swe_lite.benchmark.non_fix_findings: an always-equal value, a special case of the quoted example); `--audit`
 runs that audit alone on a finished state directory.
 
@@ -23,8 +25,8 @@ task t samples with seed turn_seed(member_sampling_seed(name_seed(t), j, 0, 0), 
 sha256-based), in every phase, and the embedded engine draws each request's uniforms from its own seed, so two
 checkpoints meet the same random draws (common random numbers; each record keeps its `sampling_seed`). A task's
 outcome is its mean success over its scored samples; a phase's rate is the mean over tasks with Wilson's 95%
-interval over tasks (conservative for means in [0, 1]). GRPO is compared with the warm start (and with a phase
-named `control` once one exists: COMPARED) on the per-task differences by a sign-flip permutation test (the
+interval over tasks (conservative for means in [0, 1]). GRPO is compared with the warm start and with the
+control (COMPARED in bench/learn_swe_phases.py) on the per-task differences by a sign-flip permutation test (the
 primary p; exact up to 20 nonzero differences, else 20000 seeded draws), the sign test on task means, the same
 permutation test over per-module sums (module-clustered: tasks of one module may move together), and a Student t
 95% interval of the mean difference (agentrl.evaluation.compare_paired).
@@ -36,29 +38,57 @@ evaluates it with family 0, and writes OUT/pilot.json: the SD of per-task differ
 design's detectable effect at this n and K for 80% power at two-sided alpha 0.05 (2.80 · sd / √n;
 agentrl.evaluation.detectable_effect), the larger of the two being the design's. The full run's report quotes it.
 
+**The compute-matched control (`--control`, issue 54 item 3).** "GRPO helps" is only GRPO's own gain if more
+supervised training for the same compute does not give it too. After GRPO, a control phase starts from the same
+warm-start checkpoint and trains for the wall time GRPO's training took (its entry in OUT/clock.json;
+`--control-s SECONDS` sets the budget instead, e.g. with --grpo-steps 0, where there is nothing to match). The
+budget counts from the phase's start (loading the policy, the engine and the sandboxes count, as in GRPO's clock)
+and is checked before each sampling round and each SFT step: the first check past it ends training, so the control
+overruns by at most one round or one step, and its own wall time is reported beside the budget. It is evaluated
+exactly like the other phases (greedy and/or --samples K with the same paired seeds) as the phase `control`, and
+the report compares GRPO with it as with the warm start (greedy sign test; k-sample paired tests). Two kinds:
+`rft` (the default): rejection-sampling fine-tuning (Xiong et al. 2025): rounds, each sampling one GRPO step's
+worth of training episodes with the current policy (rollout.tasks_per_step tasks drawn by GRPO's task sampler:
+the same pool, level, exclusions and replays; rollout.group_size episodes each at GRPO's temperature and sampling
+seeds; no dynamic sampling), keeping the resolved ones (task success, not the shaped or format reward; masked
+episodes never), and one supervised pass over them (token-mean NLL on the model's tokens, observations masked,
+as in the warm start: agentrl.trainer.sft.sft_on) with GRPO's optimizer and learning rate (trainer.lr; the
+comparison is then about the signal, not the step size), the engine given the new weights after each round.
+`epochs`: more warm-start epochs: the same expert demonstrations collected again, passes over them with the warm
+start's optimizer settings (a fresh AdamW at sft.lr; the warm start's moments were not kept) continuing its
+shuffle order. `--control none` skips the phase. OUT/control/ holds its checkpoint, control_metrics.jsonl (a
+line per round or epoch), trajectories.jsonl (rft: every sampled episode, control/kept marking the kept) and
+control.json (what it did: rounds, episodes sampled, masked and kept, or demonstrations and epochs; SFT steps,
+budget, wall time), which summary.json and record.json carry under `control` and the table states in a line.
+
 **Resume.** --out is the run's state directory, and running the same command again continues it after any
 interruption (Ctrl-C, SIGTERM, SIGKILL, a machine that went away): a finished phase is never run again; the warm
 start, which keeps no checkpoint of its own until it ends, starts over; GRPO continues from its last checkpoint
-(trainer.checkpoint_every) with its metrics and trajectories cut back to that step; an evaluation keeps every
+(trainer.checkpoint_every) with its metrics and trajectories cut back to that step; the control, which keeps no
+checkpoint until it ends either, starts over from the warm start with the same budget (control.json, written
+last, marks it finished; only the finished attempt's time counts); an evaluation keeps every
 episode it finished (each is appended to OUT/episodes_<phase>_level<L>.jsonl as it ends, keyed by task and
 sample) and runs only the rest. Kept episodes are as exact as the uninterrupted run: a greedy fp32 episode
 depends only on the checkpoint and the task (a sampled one also on its fixed seeds), up to the floating-point
 reduction order of whichever episodes shared its batch, which an uninterrupted run leaves to timing too.
-OUT/run.json pins the recipe (command, resolved configs, held-out tasks, the k-sample design); a different
-recipe is refused (exit 2) rather than mixed into the old state. The wall time of a phase counts the work that
+OUT/run.json pins the recipe (command, resolved configs, held-out tasks, the k-sample design) and, under
+`control`, the control's kind and --control-s (pinned by the first run past --pilot, so a pilot's state directory
+takes them from the full run) and its budget in seconds (pinned when the control first starts); a different
+recipe or control is refused (exit 2) rather than mixed into the old state. The wall time of a phase counts the work that
 was kept (an interrupted attempt up to its last kept episode or checkpoint).
 
-Outputs: OUT/summary.json, OUT/record.json (the small published record: table, sign test, audit, command, commit,
-CPU, precision, wall times; with --samples its `sampled` part: design, seeds, rows, paired tests, pilot),
+Outputs: OUT/summary.json, OUT/record.json (the small published record: table, sign tests (`paired` against the
+warm start, `paired_control` against the control), the control's `control`, audit, command, commit, CPU,
+precision, wall times; with --samples its `sampled` part: design, seeds, rows, paired tests, pilot),
 OUT/dashboard.png (resolved rate per level and phase, the sampled one under --samples), per phase
 OUT/heldout_<phase>_level<L>.json (per-task outcomes and what they were measured on) and
 OUT/episodes_<phase>_level<L>.txt (every episode as text; the K-sample evaluation's files end in _k<K>, the
 pilot's second seed family in _k<K>_seeds1); the GRPO run keeps its own training dashboard.
-`--reeval` trains nothing and evaluates the latest sft/ and grpo/ checkpoints again (e.g. after `agentrl train
+`--reeval` trains nothing and evaluates the latest sft/, grpo/ and (finished) control/ checkpoints again (e.g. after `agentrl train
 --resume OUT/grpo trainer.steps=24`); with `--reuse` a phase or episode stored for the same checkpoint is kept.
 
 `--quick` runs the whole pipeline on a tiny budget (2 held-out tasks at level 0, 4 expert episodes, one GRPO
-step of 2×2 episodes): a smoke run, not a measurement. A benchmark, not a test; the machine it ran on may be
+step of 2×2 episodes, the control for that step's wall time): a smoke run, not a measurement. A benchmark, not a test; the machine it ran on may be
 shared, so read the wall times as that.
 """
 
@@ -86,7 +116,16 @@ from agentrl.trainer.checkpoint import latest_checkpoint
 from agentrl.trainer.heldout import HeldOut
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # learn_swe_phases, beside this script
-from learn_swe_phases import Refused, audit_only, pilot_lines, report, write_json  # noqa: E402
+from learn_swe_phases import (  # noqa: E402
+    CONTROLS,
+    Refused,
+    audit_only,
+    control_phase,
+    pilot_lines,
+    pin_control,
+    report,
+    write_json,
+)
 
 QUICK = ["sft.episodes=4", "sft.epochs=1", "trainer.steps=1", "rollout.tasks_per_step=1", "rollout.group_size=2",
          "rollout.concurrency=2", "rollout.max_turns=3"]
@@ -330,7 +369,13 @@ def parse_args(argv):
     p.add_argument("--pilot", action="store_true",
                    help="with --samples: train only the warm start (and a copy) and measure the design's detectable "
                         "effect; run it with the measurement's own command and --out, before GRPO")
-    p.add_argument("overrides", nargs="*", help="dotted config overrides for both training phases")
+    p.add_argument("--control", default="rft", choices=CONTROLS,
+                   help="the compute-matched supervised control, trained from the warm start for GRPO's training "
+                        "wall time: rft (rejection-sampling fine-tuning on the policy's resolved training episodes, "
+                        "the default), epochs (more warm-start epochs on the expert demonstrations) or none")
+    p.add_argument("--control-s", type=float, default=None, metavar="SECONDS",
+                   help="the control's budget in wall seconds instead of GRPO's training time (e.g. --grpo-steps 0)")
+    p.add_argument("overrides", nargs="*", help="dotted config overrides for every training phase")
     args = p.parse_args(argv)
     if args.reuse and not args.reeval:
         p.error("--reuse only applies with --reeval (a training run makes new checkpoints)")
@@ -340,6 +385,8 @@ def parse_args(argv):
         p.error(f"{'--pilot' if args.pilot else '--no-greedy'} needs --samples K")
     if args.pilot and args.reeval:
         p.error("--pilot trains the warm start it measures; it does not combine with --reeval")
+    if args.control_s is not None and (args.control == "none" or args.control_s <= 0):
+        p.error(f"--control-s {args.control_s:g}: give a positive budget for a control (not --control none)")
     return args
 
 
@@ -377,15 +424,18 @@ class Bench:
     sft_cfg: Any
     grpo_cfg: Any  # None with --grpo-steps 0
     copy_cfg: Any  # --pilot's second warm start (rollout.seed + 1), else None
+    control_cfg: Any  # the control's (GRPO's recipe, the warm start's sft section), None with --control none
     tasks: dict[int, list]  # held-out tasks per level
     base_tasks: dict[int, list]  # the base model's (the first --base-limit of them)
     where: dict  # {"phase": what runs now}, for the line an interruption prints
     clock: Clock | None = None
+    run: dict = field(default_factory=dict)  # OUT/run.json as pinned
     rows: list[dict] = field(default_factory=list)  # greedy
     held: dict = field(default_factory=dict)  # (phase, level) -> HeldOut, greedy
     sampled_rows: list[dict] = field(default_factory=list)  # --samples
     sampled: dict = field(default_factory=dict)  # (phase, level) -> HeldOut of per-task means, --samples
     audits: dict = field(default_factory=dict)  # level -> audit_episodes of the GRPO phase
+    control: dict | None = None  # OUT/control/control.json: what the control did
 
     @property
     def greedy(self) -> bool:
@@ -430,18 +480,20 @@ def plan(args, where: dict) -> Bench:
     cfg = config([])
     copy_cfg = config(["trainer.steps=0", f"trainer.run_dir={out / 'sft_copy'}",
                        f"rollout.seed={cfg.rollout.seed + 1}"]) if args.pilot else None
+    control_cfg = config([*steps, f"trainer.run_dir={out / 'control'}"]) if args.control != "none" else None
     return Bench(args=args, out=out, levels=levels, overrides=overrides, cfg=cfg,
                  sft_cfg=config(["trainer.steps=0", f"trainer.run_dir={out / 'sft'}"]), grpo_cfg=grpo_cfg,
-                 copy_cfg=copy_cfg,
+                 copy_cfg=copy_cfg, control_cfg=control_cfg,
                  tasks={lv: held_out_tasks(args.split, lv, args.limit, pool=pool) for lv in levels},
                  base_tasks={lv: held_out_tasks(args.split, lv, base_limit, pool=pool) for lv in levels}, where=where)
 
 
 def run(args, argv: list[str], where: dict) -> dict:
-    """Pin or check the recipe, then every phase not done yet: base model, warm start, GRPO, the report."""
+    """Pin or check the recipe, then every phase not done yet: base model, warm start, GRPO, the control, the
+    report."""
     b = plan(args, where)
     b.out.mkdir(parents=True, exist_ok=True)
-    pinned = check_recipe(b.out, b.recipe(), shlex.join([sys.executable, "bench/learn_swe.py", *argv]))
+    pinned = b.run = check_recipe(b.out, b.recipe(), shlex.join([sys.executable, "bench/learn_swe.py", *argv]))
     b.clock = Clock(b.out)
     if args.audit:
         return audit_only(b.out, b.tasks, b.levels)
@@ -451,6 +503,7 @@ def run(args, argv: list[str], where: dict) -> dict:
               flush=True)
     if args.pilot:
         return pilot(b)
+    pin_control(b.out, pinned, args.control, args.control_s)
     if not args.skip_base and not args.reeval:
         evaluate_phase(b, "base model", args.model, 0.0, b.base_tasks)
     sft_ckpt = warm_start_phase(b)
@@ -460,8 +513,11 @@ def run(args, argv: list[str], where: dict) -> dict:
         where["phase"] = "GRPO"
         grpo_ckpt = grpo_phase(b.out, b.grpo_cfg, sft_ckpt, b.clock, reeval=args.reeval)
         evaluate_phase(b, "GRPO", str(grpo_ckpt / "model"), b.clock.seconds("grpo"), b.tasks)
+    control_ckpt = control_phase(b, sft_ckpt)
+    if control_ckpt is not None:
+        evaluate_phase(b, "control", str(control_ckpt / "model"), b.clock.seconds("control"), b.tasks)
     where["phase"] = "the report"
-    return report(b, pinned, sft_ckpt, grpo_ckpt)
+    return report(b, pinned, sft_ckpt, grpo_ckpt, control_ckpt)
 
 
 def evaluate_phase(b: Bench, name: str, model: str, train_s: float, task_lists: dict) -> None:

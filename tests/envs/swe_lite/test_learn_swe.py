@@ -17,15 +17,19 @@ def test_quick_run_writes_summary_and_dashboard(tmp_path, docker_backend):
     main = runpy.run_path(str(BENCH))["main"]
     main(["--quick", "--model", "tiny", "--out", str(tmp_path), f"env.kwargs.backend={docker_backend}"])
     summary = json.loads((tmp_path / "summary.json").read_text())
-    assert [r["phase"] for r in summary["rows"]] == ["base model", "warm start", "GRPO"]
+    assert [r["phase"] for r in summary["rows"]] == ["base model", "warm start", "GRPO", "control"]
     tasks = summary["held_out_tasks"]["0"]
     assert len(tasks) == 2 and all(r["n"] + r["masked"] == 2 and r["level"] == 0 for r in summary["rows"])
     held_out_modules = {t.split("-")[0] for t in tasks}
     trained = [json.loads(x)["task_id"] for x in (tmp_path / "grpo" / "trajectories.jsonl").read_text().splitlines()]
     assert trained and not {t.split("-")[0] for t in trained} & held_out_modules  # split by module
     assert set(summary["paired_grpo_vs_warm_start"]["0"]) == {"gained", "lost", "p_value"}
+    assert set(summary["paired_grpo_vs_control"]["0"]) == {"gained", "lost", "p_value"}
+    control = summary["control"]  # rft from the warm start for GRPO's training wall time
+    assert control["kind"] == "rft" and control["rounds"] >= 1 and control["wall_s"] >= control["budget_s"] > 0
+    assert control["budget_s"] == round(json.loads((tmp_path / "clock.json").read_text())["grpo"]["s"], 1)
     assert (tmp_path / "dashboard.png").stat().st_size > 0 and Path(summary["checkpoints"]["grpo"]).is_dir()
-    for phase in ("warm_start", "GRPO"):  # each phase's result is stored with what it was measured on
+    for phase in ("warm_start", "GRPO", "control"):  # each phase's result is stored with what it was measured on
         stored = json.loads((tmp_path / f"heldout_{phase}_level0.json").read_text())
         assert stored["tasks"] == tasks and stored["n"] + stored["masked"] == 2
 

@@ -138,18 +138,20 @@ def test_quick_run_with_samples_pairs_every_phase_and_reports_the_paired_tests(t
     record = json.loads((tmp_path / "record.json").read_text())
     assert record["rows"] == [] and record["sampled"] == json.loads(json.dumps(summary["sampled"]))
     sampled = record["sampled"]
-    assert [r["phase"] for r in sampled["rows"]] == ["base model", "warm start", "GRPO"]
+    assert [r["phase"] for r in sampled["rows"]] == ["base model", "warm start", "GRPO", "control"]
     assert all(r["episodes"] == 2 * K and r["min_samples"] == K and r["n"] == 2 for r in sampled["rows"])
     assert sampled["samples"] == K and sampled["temperature"] == 1.0 and "name_seed" in sampled["seeds"]
     paired = sampled["paired"]["GRPO vs warm start"]["0"]
     assert set(paired) == {"tasks", "mean_diff", "ci95", "p_permutation", "gained", "lost", "p_sign", "clusters",
                            "p_clustered"}
     assert paired["tasks"] == 2 and paired["clusters"] == 2  # --quick's two tasks come from two modules
+    assert sampled["paired"]["GRPO vs control"]["0"]["tasks"] == 2
 
     seeds = {stem: {(r["instance_id"], r["sample"]): r["sampling_seed"] for r in episodes(tmp_path, stem)}
-             for stem in ("base_model_level0_k2", "warm_start_level0_k2", "GRPO_level0_k2")}
+             for stem in ("base_model_level0_k2", "warm_start_level0_k2", "GRPO_level0_k2", "control_level0_k2")}
     assert len(seeds["GRPO_level0_k2"]) == 2 * K
-    assert seeds["base_model_level0_k2"] == seeds["warm_start_level0_k2"] == seeds["GRPO_level0_k2"]
+    assert (seeds["base_model_level0_k2"] == seeds["warm_start_level0_k2"] == seeds["GRPO_level0_k2"]
+            == seeds["control_level0_k2"])
 
     # an evaluation stopped after its first episode: the rerun keeps it (verbatim, first) and runs the other three
     stem = "GRPO_level0_k2"
