@@ -100,7 +100,7 @@ def main() -> None:
     out = ROOT / "runs" / time.strftime("demo-%Y%m%d-%H%M%S")
     bench = runpy.run_path(str(ROOT / "bench" / "learn_swe.py"))
     summary = bench["main"](["--config", str(ROOT / "configs" / "demo.yaml"), "--levels", "0", "--split", "dev,test",
-                             "--limit", "12", "--out", str(out), *sys.argv[1:]])
+                             "--limit", "12", "--out", str(out), "--control", "none", *sys.argv[1:]])
     print()
     print("\n".join(demo_table(summary)))
     print(f"checkpoint  {summary['checkpoints']['grpo']}")
