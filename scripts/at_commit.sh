@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Run tests of today's tree against the code of an older commit (to show a new test fails there):
-#   scripts/at_commit.sh COMMIT tests/x/test_y.py [pytest args...]
+#   scripts/at_commit.sh COMMIT [pytest args...] TEST_FILE...
 # The commit is checked out in a temporary worktree with today's test files copied over it. The editable install
 # maps agentrl.envs, agentrl.sandboxes and agentrl.configs to this checkout's folders whatever PYTHONPATH says, so
 # PYTHONPATH alone would run today's envs code: a sitecustomize drops that finder, and links in the worktree's
