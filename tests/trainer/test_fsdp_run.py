@@ -117,16 +117,6 @@ def test_torchrun_trains_calc_and_eval_reads_the_checkpoint(tmp_path):
     assert len(out.read_text().splitlines()) == 1
 
 
-@pytest.fixture(scope="module")
-def full_run(tmp_path_factory):
-    """2 steps of the parity env on 2 ranks, a checkpoint after each, with a KL term (a resume must anchor it to the
-    weights the run started from, not to the checkpoint's)."""
-    run = tmp_path_factory.mktemp("fsdp_full") / "full"
-    r = _run(torchrun("train", "--env", PARITY, *TINY, "algo.kl_coef=0.5", f"trainer.run_dir={run}"))
-    assert r.returncode == 0, r.stderr[-4000:]
-    return run
-
-
 def _resumable_copy(full: Path, to: Path) -> Path:
     """The full run as it was after step 1 (step 2's checkpoint and trajectories removed)."""
     shutil.copytree(full, to)
@@ -137,34 +127,41 @@ def _resumable_copy(full: Path, to: Path) -> Path:
 
 
 @pytest.mark.slow
-def test_resume_after_step_1_reproduces_step_2_exactly(full_run, tmp_path):
-    """Guards a resume that loses sharded optimizer state (AdamW moments) or the scheduler: resumed at the same
-    world size, step 2 samples the same trajectories and ends at bitwise the same weights; its KL term is measured
-    against the same π_ref (a resume that loaded π_ref from the checkpoint reported ref_kl 0)."""
+def test_a_2_rank_run_resumes_after_step_1_exactly_and_at_another_world_size(tmp_path):
+    """One 2-rank run of 2 steps on the parity env, a checkpoint after each, with a KL term (a resume must anchor
+    it to the weights the run started from, not to the checkpoint's), resumed from its step-1 checkpoint twice.
+
+    At the same world size it guards a resume that loses sharded optimizer state (AdamW moments) or the
+    scheduler: step 2 samples the same trajectories and ends at bitwise the same weights; its KL term is measured
+    against the same π_ref (a resume that loaded π_ref from the checkpoint reported ref_kl 0). By one process
+    (trainer.strategy=fsdp without torchrun: a group of one) it guards re-sharding: DCP re-shards model and
+    optimizer state, the run says so, and step 2 lands on the 2-rank weights up to summation order.
+    One test, so the run is made once (as a module fixture of two tests, each xdist worker made its own)."""
+    full_run = tmp_path / "full"
+    r = _run(torchrun("train", "--env", PARITY, *TINY, "algo.kl_coef=0.5", f"trainer.run_dir={full_run}"))
+    assert r.returncode == 0, r.stderr[-4000:]
+    want = _weights(full_run / "checkpoints" / "step_000002")
+
+    # the same world size: exact
     run = _resumable_copy(full_run, tmp_path / "resumed")
     r = _run(torchrun("train", "--resume", str(run)))
     assert r.returncode == 0, r.stderr[-4000:]
     kl = [[json.loads(x)["actor/ref_kl"] for x in (d / "metrics.jsonl").read_text().splitlines()] for d in (full_run, run)]
     assert kl[1][1] > 0 and kl[1] == kl[0], kl
     assert _rows(run, 2) == _rows(full_run, 2) and _rows(run, 2) != _rows(run, 1)
-    want, got = _weights(full_run / "checkpoints" / "step_000002"), _weights(run / "checkpoints" / "step_000002")
+    got = _weights(run / "checkpoints" / "step_000002")
     assert want.keys() == got.keys()
     assert all(torch.equal(want[k], got[k]) for k in want)
     first = _weights(full_run / "checkpoints" / "step_000001")
     assert any(not torch.equal(first[k], want[k]) for k in want)  # step 2 moved the weights
 
-
-@pytest.mark.slow
-def test_resume_at_another_world_size_reshards(full_run, tmp_path):
-    """A checkpoint of 2 ranks resumed by one process (trainer.strategy=fsdp without torchrun: a group of one):
-    DCP re-shards model and optimizer state, the run says so, and step 2 lands on the 2-rank weights up to
-    summation order."""
+    # one process: re-sharded
     run = _resumable_copy(full_run, tmp_path / "one")
     r = _run([sys.executable, "-m", "agentrl", "train", "--resume", str(run)])
     assert r.returncode == 0, r.stderr[-4000:]
     assert "re-shard" in " ".join(r.stderr.split())
     assert _rows(run, 2) == _rows(full_run, 2)
-    want, got = _weights(full_run / "checkpoints" / "step_000002"), _weights(run / "checkpoints" / "step_000002")
+    got = _weights(run / "checkpoints" / "step_000002")
     for k in want:
         torch.testing.assert_close(got[k], want[k], rtol=0, atol=1e-5, msg=k)
     assert json.loads((run / "checkpoints" / "step_000002" / "state.json").read_text())["world_size"] == 1
