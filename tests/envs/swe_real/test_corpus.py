@@ -18,26 +18,25 @@ def _sample(tasks):
     return [picked[k] for k in sorted(picked)]
 
 
-def test_sample_self_check_gold_resolves_empty_fails_under_the_suite_judge(real_tasks, docker_backend):
+@pytest.mark.slow
+def test_sample_self_check_gold_resolves_empty_fails_and_generic_non_fixes_score_zero(real_tasks, docker_backend):
+    """Guards a shipped task that today's grader no longer grades as generated (gold does not resolve, the empty
+    patch passes a fail-to-pass test or fails a pass-to-pass one, the grade is not the suite judge's) on the
+    sample, and the reward hacks that beat swe_lite's old corpus on its tasks with several fail-to-pass tests:
+    returning unittest.mock.ANY, an always-equal object, a deleted body or the exception a test expects, in place
+    of the faulty function (or of a function the issue blames), must not resolve a task (the test-strength audit,
+    through the suite judge). One test, so those tasks' gold and empty grades are made once (as two tests they
+    were made twice)."""
     from agentrl.sandboxes import open_sandbox
 
     chosen = _sample(real_tasks)
     assert len(chosen) == 6
+    audited = [t for t in chosen if len(t.FAIL_TO_PASS) > 1][:3]
     with open_sandbox(docker_backend) as sb:
-        problems = self_check(sb, chosen, log=lambda *_: None)
-    assert problems == {"gold": [], "empty": [], "mode": [], "audit": []}
-
-
-def test_generic_non_fixes_score_zero_on_the_sample(real_tasks, docker_backend):
-    """Guards the grade against the reward hacks that beat swe_lite's old corpus: returning unittest.mock.ANY, an
-    always-equal object, a deleted body or the exception a test expects, in place of the faulty function, must not
-    resolve a task (the test-strength audit, through the suite judge)."""
-    from agentrl.sandboxes import open_sandbox
-
-    chosen = [t for t in _sample(real_tasks) if len(t.FAIL_TO_PASS) > 1][:3]
-    with open_sandbox(docker_backend) as sb:
-        problems = self_check(sb, chosen, log=lambda *_: None, audit=True)
-    assert problems["audit"] == [], problems["audit"]
+        problems = self_check(sb, audited, log=lambda *_: None, audit=True)
+        rest = self_check(sb, [t for t in chosen if t not in audited], log=lambda *_: None)
+    assert {k: v + rest[k] for k, v in problems.items()} == {"gold": [], "empty": [], "mode": [], "audit": []}
+    assert len(audited) == 3
 
 
 def test_env_episode_with_the_scripted_expert_scores_one_and_says_suite_judge(real_tasks, docker_backend):
@@ -103,7 +102,11 @@ def test_regeneration_reproduces_the_first_tasks_of_a_package_byte_for_byte(dock
         assert t.base_commit not in {u.base_commit for u in tasks[:2]}
 
 
+@pytest.mark.slow
 def test_eval_cli_gold_and_empty_oracles_on_the_test_split(docker_backend, cache_ready, tmp_path):
+    """Guards `agentrl eval --env swe_real` with an oracle: the job's grade is the suite judge's, the gold oracle
+    resolves and the empty one does not. One task each (the eval path is the same for every task; every task's
+    grades are the sample self-check's and `--self-check`'s)."""
     import json
     import subprocess
     import sys
@@ -112,9 +115,9 @@ def test_eval_cli_gold_and_empty_oracles_on_the_test_split(docker_backend, cache
     for oracle in ("gold", "empty"):
         out = tmp_path / f"{oracle}.jsonl"
         subprocess.run([sys.executable, "-m", "agentrl", "eval", "--env", "swe_real", "--oracle", oracle, "--split",
-                        "test", "--limit", "2", "--concurrency", "1", "--out", str(out)], check=True,
+                        "test", "--limit", "1", "--concurrency", "1", "--out", str(out)], check=True,
                        capture_output=True, timeout=600)
         records = [json.loads(line) for line in out.read_text().splitlines()]
-        assert len(records) == 2 and all(r["grading_mode"] == "suite_judge" for r in records)
+        assert len(records) == 1 and all(r["grading_mode"] == "suite_judge" for r in records)
         rates[oracle] = sum(r["resolved"] for r in records) / len(records)
     assert rates == {"gold": 1.0, "empty": 0.0}
