@@ -19,11 +19,12 @@ BENCH = ROOT / "bench" / "learn_swe.py"
 
 
 def command(out: Path, backend: str = "docker", *extra: str) -> list[str]:
-    """The smallest run with every phase: tiny model, 2 held-out tasks one at a time (one finished and one cut
-    short at a stop), 4 expert episodes, 2 GRPO steps (one group of 2 episodes each, no resampling), each
-    checkpointed, 2 turns per episode."""
+    """The smallest run with every phase these stops guard: tiny model, 2 held-out tasks one at a time (one
+    finished and one cut short at a stop), 4 expert episodes, 2 GRPO steps (one group of 2 episodes each, no
+    resampling), each checkpointed, 2 turns per episode; no compute-matched control (its resume, a stopped one
+    starting over and a finished one kept, is tests/envs/swe_lite/test_learn_swe_control.py's)."""
     return [sys.executable, str(BENCH), "--quick", "--model", "tiny", "--limit", "2", "--eval-concurrency", "1",
-            "--out", str(out), "trainer.steps=2", "trainer.checkpoint_every=1", "rollout.max_resample_rounds=0",
+            "--control", "none", "--out", str(out), "trainer.steps=2", "trainer.checkpoint_every=1", "rollout.max_resample_rounds=0",
             "rollout.max_turns=2", f"env.kwargs.backend={backend}", *extra]
 
 
