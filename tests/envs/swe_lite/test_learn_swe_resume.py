@@ -24,8 +24,8 @@ def command(out: Path, backend: str = "docker", *extra: str) -> list[str]:
     resampling), each checkpointed, 2 turns per episode; no compute-matched control (its resume, a stopped one
     starting over and a finished one kept, is tests/envs/swe_lite/test_learn_swe_control.py's)."""
     return [sys.executable, str(BENCH), "--quick", "--model", "tiny", "--limit", "2", "--eval-concurrency", "1",
-            "--control", "none", "--out", str(out), "trainer.steps=2", "trainer.checkpoint_every=1", "rollout.max_resample_rounds=0",
-            "rollout.max_turns=2", f"env.kwargs.backend={backend}", *extra]
+            "--control", "none", "--out", str(out), "trainer.steps=2", "trainer.checkpoint_every=1",
+            "rollout.max_resample_rounds=0", "rollout.max_turns=2", f"env.kwargs.backend={backend}", *extra]
 
 
 def lines(path: Path) -> list[str]:
@@ -39,9 +39,10 @@ def episodes_started(stem: str):
 
 
 # One stop per distinct resume path, SIGTERM and SIGKILL each in an evaluation and in a training phase: the
-# warm start's evaluation is the same code as the other two (evaluate_phase), and which signal stopped a phase
-# changes what it kept only in an evaluation (after SIGTERM the episode the shutdown cut short must not be kept;
-# after SIGKILL the process wrote nothing more). Every resume after the first also skips the phases that finished.
+# warm start's evaluation is the same code as the other two (evaluate_phase), and the signal changes what a phase
+# kept only in an evaluation (after SIGKILL the process wrote nothing more; after SIGTERM an episode ending in the
+# shutdown must not be kept, a window no stop can time: test_an_episode_that_ends_after_sigterm_is_not_kept).
+# Every resume after the first also skips the phases that finished.
 STOPS = [  # (phase, a condition that holds part-way through it, the signal sent then)
     ("base model evaluation", episodes_started("base_model"), signal.SIGTERM),  # keeps its finished episode
     ("warm start", lambda out: (out / "sft" / "config.yaml").exists(), signal.SIGKILL),  # kept nothing: starts over
@@ -80,7 +81,7 @@ def table_without_times(record: dict) -> list:
 def test_a_run_stopped_in_each_resume_path_ends_with_the_uninterrupted_table(tmp_path, docker_backend):
     """Guards each resume path of learn_swe against the bugs that would make a stopped benchmark differ from one
     never stopped: a finished phase or episode run again (or its stored line rewritten), an evaluation that drops
-    its finished episodes or keeps the one a SIGTERM cut short, a warm start resumed from its partial state, GRPO
+    its finished episodes or keeps a masked one, a killed warm start taken as done instead of started over, GRPO
     restarted from the warm start (or trained past its steps) instead of continued from its last checkpoint, a
     clock that loses a stopped attempt, and SIGTERM not unwinding to exit 143 with the resume line. One run is
     stopped four times (STOPS) and compared with one uninterrupted run of the same recipe; the two signals in every
