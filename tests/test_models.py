@@ -30,9 +30,8 @@ def _record(d: Path) -> dict:
 
 @pytest.mark.slow
 def test_tokenizer_cache_is_reused_and_a_corrupt_one_is_rebuilt(temp_cache):
-    """Guards a cache that converts again on every load, or that loads a damaged conversion (a truncated file, a
-    missing one) instead of rebuilding it. The model's cache is the same code (models._cached): its own test
-    converts the model once, and a damaged conversion is checked here, where a rebuild costs a third as much."""
+    """Guards a cache that converts again on every load, or that loads a damaged conversion instead of rebuilding
+    it. The model's cache is the same code (models._cached), so its test converts the model once."""
     first = models.default_tokenizer_dir()
     created = _record(first)["created"]
     assert models.default_tokenizer_dir() == first
@@ -45,11 +44,6 @@ def test_tokenizer_cache_is_reused_and_a_corrupt_one_is_rebuilt(temp_cache):
     assert _record(rebuilt)["created"] > created
     tok = models.load_tokenizer("default")
     assert tok.decode(tok.encode("hello world")) == "hello world"
-
-    # A missing recorded file: the same (what a deleted model.safetensors was in the model's cache).
-    created = _record(rebuilt)["created"]
-    (rebuilt / next(iter(_record(rebuilt)["files"]))).unlink()
-    assert _record(models.default_tokenizer_dir())["created"] > created
 
 
 @pytest.mark.slow
@@ -66,8 +60,11 @@ def test_default_model_converts_once_and_second_load_is_fast(temp_cache):
     for (n1, p1), (n2, p2) in zip(model.state_dict().items(), model2.state_dict().items(), strict=True):
         assert n1 == n2 and torch.equal(p1, p2), n1
     assert first_s > 0  # the conversion ran in this test (timing itself lives in the issue note, not here)
-    # a damaged conversion is rebuilt: the cache code is the tokenizer's, tested there (a second conversion of the
-    # model here took half of this test)
+
+    # A missing weights file makes the conversion incomplete, so the next load rebuilds it (models._cached, the
+    # rebuild the tokenizer's test makes: a second conversion of the model here took half of this test).
+    (d / "model.safetensors").unlink()
+    assert not models._is_complete(d)
 
 
 @pytest.mark.slow
