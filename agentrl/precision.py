@@ -61,6 +61,21 @@ def cpu_flags() -> frozenset[str]:
     return frozenset()
 
 
+def cpu_model() -> str:
+    """The CPU's model name (/proc/cpuinfo's first `model name`, else platform.processor()), for every figure's
+    record of the machine it was measured on."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import platform
+
+    return platform.processor() or "unknown CPU"
+
+
 def bf16_flags(flags: frozenset[str] | None = None) -> list[str]:
     """The bf16 matrix-unit flags this CPU reports (of BF16_CPU_FLAGS; `flags` replaces the detection)."""
     flags = cpu_flags() if flags is None else flags

@@ -37,6 +37,7 @@ import agentrl  # isort: skip  (first: sets OMP_WAIT_POLICY before torch loads l
 import torch
 
 from agentrl.config import load_config
+from agentrl.precision import cpu_model
 from agentrl.trainer.collect import StepBatch
 from agentrl.types import Segment, Trajectory
 
@@ -202,7 +203,7 @@ def main() -> None:
     args = p.parse_args()
     if args.worker:
         return worker(args)
-    cpu = _cpu_model()
+    cpu = cpu_model()
     print(f"bench/fsdp_step.py: {args.ranks} ranks on {args.device} ({cpu}, {os.cpu_count()} cores), torch "
           f"{torch.__version__}, agentrl {agentrl.__version__}")
     report = {"machine": cpu, "device": args.device, "ranks": args.ranks}
@@ -237,15 +238,6 @@ def main() -> None:
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2))
 
-
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown CPU"
 
 
 if __name__ == "__main__":

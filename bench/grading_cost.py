@@ -17,7 +17,6 @@ Run: .venv/bin/python bench/grading_cost.py [--corpus lite|real] [--per-module 1
 from __future__ import annotations
 
 import argparse
-import platform
 import statistics
 import time
 import warnings
@@ -25,12 +24,10 @@ from collections import defaultdict
 
 
 def cpu_model() -> str:
-    """The CPU's model name (every figure names the machine it was measured on)."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            return next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        return platform.processor() or "unknown CPU"
+    """The CPU's model name (agentrl.precision.cpu_model; imported here, late: it loads torch)."""
+    from agentrl.precision import cpu_model as model
+
+    return model()
 
 
 def load(args):

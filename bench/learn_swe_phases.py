@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import platform
 import random
 import shutil
 import time
@@ -19,6 +18,7 @@ from typing import Any
 from agentrl.envs.swe_lite.benchmark import SEEDS, audit_episodes
 
 from agentrl.evaluation import compare_paired, load_done
+from agentrl.precision import cpu_model
 from agentrl.trainer.checkpoint import latest_checkpoint
 from agentrl.trainer.heldout import paired_sign_test
 
@@ -37,17 +37,6 @@ def write_json(path: Path, data) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(json.dumps(data, indent=1) + "\n")
     os.replace(tmp, path)
-
-
-def cpu_model() -> str:
-    """The CPU's model name (/proc/cpuinfo), for the record."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def pilot_lines(pilot: dict) -> list[str]:
