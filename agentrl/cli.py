@@ -55,6 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the `agentrl` console script."""
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # as typed: what `trainer.ranks=N` starts each rank with
     if extra and isinstance(getattr(args, "overrides", None), list) and all(_is_override(x) for x in extra):
         args.overrides += extra  # `train --env calc a=1 --resume RUN b=2`: overrides after an option count too
     elif extra:

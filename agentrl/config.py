@@ -252,12 +252,13 @@ class TrainerConfig(_Section):
     """Steps over which max_masked_frac is judged (a shorter run is judged at its last step)."""
     strategy: Literal["single", "fsdp"] = "single"
     """How the policy trains: single = one process on model.device; fsdp = sharded data parallel (PyTorch FSDP2):
-    parameters, gradients and optimizer state split over the ranks that `torchrun --nproc-per-node N -m agentrl
-    train ...` starts (or Ray starts: trainer.ranks), each rank training on its share of the batch; NCCL on CUDA,
+    parameters, gradients and optimizer state split over trainer.ranks ranks (or the ranks `torchrun
+    --nproc-per-node N -m agentrl train ...` starts), each rank training on its share of the batch; NCCL on CUDA,
     gloo on CPU (docs/distributed.md)."""
     ranks: int = Field(1, ge=1)
-    """trainer.strategy=fsdp with cluster.backend=ray: training ranks Ray starts (this process is rank 0, each other
-    rank a Ray actor). Under torchrun the launcher decides (--nnodes × --nproc-per-node) and this stays 1."""
+    """trainer.strategy=fsdp: training ranks. agentrl starts them on this machine (PyTorch's elastic launcher, as
+    `torchrun --standalone` would: agentrl.trainer.launch), or with cluster.backend=ray as Ray actors (this process is
+    rank 0). Under torchrun the launcher decides (--nnodes × --nproc-per-node) and this key is not used."""
     collective_timeout_s: float = Field(600.0, gt=0)
     """trainer.strategy=fsdp: how long a rank waits in a collective before the run stops with an error, so a rank
     that hangs ends the run within this time (rank 0 tells the others it is alive while it collects rollouts)."""
@@ -381,9 +382,9 @@ def _algo_problems(cfg: Config) -> list[str]:
 def _strategy_problems(cfg: Config) -> list[str]:
     """trainer.strategy against the keys a sharded run cannot honour."""
     t, problems = cfg.trainer, []
-    if t.ranks > 1 and (t.strategy != "fsdp" or cfg.cluster.backend != "ray"):
-        problems.append(f"trainer.ranks={t.ranks} is the number of ranks Ray starts for trainer.strategy=fsdp with "
-                        "cluster.backend=ray (under torchrun, --nproc-per-node sets it; leave trainer.ranks unset)")
+    if t.ranks > 1 and t.strategy != "fsdp":
+        problems.append(f"trainer.ranks={t.ranks} shards the run over {t.ranks} ranks, which trainer.strategy=single "
+                        "cannot do: add trainer.strategy=fsdp (docs/distributed.md)")
     return problems
 
 

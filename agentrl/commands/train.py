@@ -140,11 +140,16 @@ def run(args: argparse.Namespace) -> int:
         return 0
     from agentrl.cli import interrupted_how, interrupted_status
     from agentrl.preflight import preflight
+    from agentrl.trainer.distributed import under_launcher
     from agentrl.trainer.loop import train
     from agentrl.trainer.strategy import build_strategy, check_warm_start, rank_failure
 
     check_init_from(args.init_from)
     check_warm_start(cfg, resume=args.resume, init_from=args.init_from)  # before any rank joins a group
+    if cfg.trainer.ranks > 1 and cfg.cluster.backend != "ray" and not under_launcher():
+        from agentrl.trainer.launch import launch
+
+        return launch(cfg.trainer.ranks, args.argv, command="train")  # every rank runs this command line
     # trainer.strategy=fsdp: join the ranks torchrun (or Ray) started; rank 0 leads the run and speaks for it
     strategy = build_strategy(cfg)
     run_dir = pin_run_dir(cfg, args.resume)
@@ -160,13 +165,16 @@ def run(args: argparse.Namespace) -> int:
             return interrupted_status()
         sharded = strategy.world is not None and strategy.world.size > 1
         run_dir = strategy.run_dir or run_dir
+        from agentrl.trainer.launch import launched_here
+
+        torchrun = sharded and not launched_here()  # trainer.ranks=N: `agentrl train --resume` starts them again
         if (run_dir / "checkpoints").is_dir():
-            how = f"the same launch with --resume {run_dir}" if sharded else f"agentrl train --resume {run_dir}"
+            how = f"the same launch with --resume {run_dir}" if torchrun else f"agentrl train --resume {run_dir}"
             hint = f"continue from its last checkpoint with: {how}"
         else:
             hint = "no checkpoint was written yet, so there is nothing to resume"
             hint += "" if run_dir.exists() else " (the run's empty folder was removed)"
-        if sharded:
+        if torchrun:
             hint += " (torchrun stops every rank when one fails; its report names that rank)"
         print(f"agentrl train: {interrupted_how()}; run {run_dir}: {hint}", file=sys.stderr)
         return interrupted_status()

@@ -21,6 +21,7 @@ SAFE_ON_RESUME = (
     "trainer.steps", "trainer.checkpoint_every", "trainer.keep_checkpoints", "trainer.sample_every",
     "trainer.eval_every", "trainer.eval_episodes", "trainer.tensorboard", "model.threads", "rollout.urls",
     "rollout.concurrency", "cluster.address", "trainer.run_dir", "trainer.max_train_s", "trainer.mmap_threshold",
+    "trainer.ranks",  # a sharded run resumes at another world size (DCP re-shards: docs/distributed.md)
 )
 """Keys that may change when a run is resumed (the rest must equal the run's config.yaml)."""
 

@@ -373,8 +373,10 @@ def rank_failure(error: BaseException, strategy: Single, run_dir: Path) -> str |
     world, cause = strategy.world, _first_line(error)
     run_dir = strategy.run_dir or run_dir  # rank 0's (a follower's own guess has another {time})
     latest = latest_checkpoint(run_dir)
-    after = (f"the last complete checkpoint is {latest}; continue with the same launch and --resume {run_dir}"
-             if latest else "no checkpoint was written yet")
+    from agentrl.trainer.launch import launched_here
+
+    how = f"agentrl train --resume {run_dir}" if launched_here() else f"the same launch and --resume {run_dir}"
+    after = f"the last complete checkpoint is {latest}; continue with {how}" if latest else "no checkpoint was written yet"
     return (f"rank {world.rank} of {world.size}: a collective failed ({cause}): another rank died or did not answer "
             f"within trainer.collective_timeout_s={world.timeout_s:g} s, so the run stopped; {after}")
 

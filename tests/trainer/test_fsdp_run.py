@@ -178,17 +178,74 @@ def test_rollouts_longer_than_the_collective_timeout_do_not_stop_the_run(tmp_pat
     assert is_complete(run / "checkpoints" / "step_000001")
 
 
+def _ranks_here(*args: str) -> list[str]:
+    """`agentrl train ... trainer.ranks=2`: agentrl starts the two ranks itself (agentrl.trainer.launch)."""
+    return [sys.executable, "-m", "agentrl", "train", *args, "trainer.ranks=2"]
+
+
+@pytest.mark.slow
+def test_trainer_ranks_starts_the_ranks_and_a_failing_rank_is_one_line(tmp_path):
+    """Guards torchrun's 30-line ChildFailedError report after a rank's exit 1 (issue 55 item 10): `trainer.ranks=2`
+    starts 2 ranks here, and a run where nothing trains (the random tiny model on calc: every step SKIPPED) ends
+    with rank 0's advice once, one line naming the rank, and rank 0's own exit status 1; both ranks ran (the
+    checkpoint is a 2-rank one)."""
+    run = tmp_path / "run"
+    r = _run(_ranks_here("--env", "calc", *TINY, "rollout.max_turns=1", "rollout.max_context_tokens=1024",
+                         "trainer.steps=1", f"trainer.run_dir={run}"))
+    assert r.returncode == 1, r.stderr[-4000:]
+    assert "Traceback" not in r.stderr and "ChildFailedError" not in r.stderr, r.stderr[-4000:]
+    err = " ".join(r.stderr.split())
+    assert err.count("no step trained") == 1 and err.count("agentrl train calc →") == 1
+    assert "agentrl train: rank 0 of 2 exited with status 1 (the lines above say why)" in err
+    state = json.loads((run / "checkpoints" / "step_000001" / "state.json").read_text())
+    assert state["world_size"] == 2
+
+
+@pytest.mark.slow
+def test_trainer_ranks_stopped_by_sigterm_resumes_with_the_same_command(tmp_path):
+    """Guards the resume hint of a run agentrl launched: SIGTERM to the launcher stops both ranks (exit 143, none
+    left running, no traceback), rank 0 says `agentrl train --resume RUN` (not torchrun's "the same launch"), and
+    that command starts the 2 ranks again and finishes the run."""
+    run = tmp_path / "run"
+    proc = subprocess.Popen(_ranks_here("--env", PARITY, *TINY, "trainer.steps=200", f"trainer.run_dir={run}"),
+                            cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        pids = _ranks(proc.pid, time.monotonic() + 300)
+        deadline = time.monotonic() + 400
+        while not list_checkpoints(run):
+            assert proc.poll() is None and time.monotonic() < deadline, "the run ended before its first checkpoint"
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        _kill_group(proc)
+    assert proc.returncode == 143, err[-4000:]
+    assert not [p for p in pids.values() if _alive(p)], "a rank outlived the launcher"
+    assert "Traceback" not in err, err[-4000:]
+    assert f"continue from its last checkpoint with: agentrl train --resume {run}" in " ".join(err.split())
+    last = int(list_checkpoints(run)[-1].name.split("_")[1])
+    r = _run([sys.executable, "-m", "agentrl", "train", "--resume", str(run), f"trainer.steps={last + 1}"])
+    assert r.returncode == 0, r.stderr[-4000:]
+    state = json.loads((run / "checkpoints" / f"step_{last + 1:06d}" / "state.json").read_text())
+    assert state["world_size"] == 2
+
+
 def test_sharded_config_refusals_are_one_line(tmp_path, capsys):
-    """trainer.ranks without a Ray launch is refused naming both keys; a fresh sharded run that would start with
-    the expert warm start (the calc preset's sft.episodes) says to run `agentrl sft` first and --init-from it."""
+    """trainer.ranks without trainer.strategy=fsdp is refused naming both keys; a fresh sharded run that would start
+    with the expert warm start (the calc preset's sft.episodes) says to run `agentrl sft` first and --init-from it."""
     from agentrl.cli import main
 
     assert main(["train", "--env", "calc", "trainer.ranks=2", "--print-config"]) == 2
     err = " ".join(capsys.readouterr().err.split())
-    assert "trainer.ranks=2 is the number of ranks Ray starts for trainer.strategy=fsdp with cluster.backend=ray" in err
-    assert main(["train", "--env", "calc", "trainer.strategy=fsdp", "trainer.ranks=2", "cluster.backend=ray",
-                 "--print-config"]) == 0
+    assert "trainer.ranks=2 shards the run over 2 ranks, which trainer.strategy=single cannot do: add trainer.strategy=fsdp" in err
+    for backend in ("local", "ray"):
+        assert main(["train", "--env", "calc", "trainer.strategy=fsdp", "trainer.ranks=2", f"cluster.backend={backend}",
+                     "--print-config"]) == 0
     capsys.readouterr()
+    assert main(["train", "--env", "calc", "trainer.strategy=fsdp", "trainer.ranks=2",
+                 f"trainer.run_dir={tmp_path / 'run'}"]) == 2  # refused before any rank starts: one line, not two
+    assert capsys.readouterr().err.count("the expert warm start trains in one process") == 1
     assert main(["train", "--env", "calc", "trainer.strategy=fsdp", f"trainer.run_dir={tmp_path / 'run'}"]) == 2
     err = " ".join(capsys.readouterr().err.split())
     assert ("sft.episodes=16: the expert warm start trains in one process, not with trainer.strategy=fsdp; run "
