@@ -6,6 +6,9 @@
   every shipped swe_real task (`--limit N`: the first N of each package). The suite judge's second sandbox is
   started once, as the training pool keeps it warm; its start is not counted.
 
+Both sandboxes are reset (processes killed, /workspace and /tmp wiped) before every grade, untimed, as the training
+pool resets one between episodes.
+
 For each task both modes grade the gold patch and the empty patch; the bench prints the median seconds per grade
 of each mode, their ratio (judge / harness), per package for `real`, the CPU model, and any task whose verdicts
 (resolved, F2P rate, P2P rate) differ between the modes (none is expected).
@@ -78,6 +81,11 @@ def main() -> None:
                 verdicts, statuses = {}, {}
                 for r in range(args.rounds):
                     for mode in (modes if (i + r) % 2 == 0 else modes[::-1]):
+                        # fresh /workspace and /tmp for every grade, as the training pool resets a sandbox between
+                        # episodes: an in-process grade's pytest folders in the worker's /tmp once changed what
+                        # click's test_file_lazy_mode saw there under the suite judge (2 verdicts of 628)
+                        sb.reset()
+                        second.reset()
                         t0 = time.perf_counter()
                         g = grade(sb, task, changes=changes, mode=mode, timeout=300, judge_sandbox=second)
                         seconds = time.perf_counter() - t0
