@@ -297,15 +297,19 @@ def reference_source(source, ckpt: Path | None) -> str:
 async def start(run: Run, *, init_from: str | None) -> None:
     """Envs, the supervised warm start (fresh runs; checkpointed as step 0), the engine, the episode backend and
     the pipeline."""
+    from agentrl.trainer.pace import estimate_line
     from agentrl.trainer.sft import run_sft
 
     cfg, monitor = run.cfg, run.monitor
+    warm_start = bool(cfg.sft.episodes and not run.checkpoint and not init_from)
     monitor.console.print(f"[bold]agentrl train[/] {cfg.env.name} → {run.run_dir}\n{budget_line(cfg)}\n"
                           f"{precision_line(cfg, restored=run.checkpoint is not None)}")
+    if line := estimate_line(cfg, steps_left=cfg.trainer.steps - run.start_step, warm_start=warm_start):
+        monitor.console.print(line)
     if (note := run.strategy.resume_note()) is not None:
         monitor.console.print(note)
     env_factory, run.close_envs = build_env_factory(cfg)  # one warm SandboxPool for the run where envs take pool=
-    if cfg.sft.episodes and not run.checkpoint and not init_from:
+    if warm_start:
         # checkpointed at once (step 0), so a stop during step 1 resumes without redoing the warm start; `agentrl
         # sft` (no steps) writes the same checkpoint at its end
         if await run_sft(cfg, run.model, run.tokenizer, env_factory, monitor) and cfg.trainer.steps > 0:

@@ -418,3 +418,31 @@ def test_an_overlapped_mode_without_room_to_run_ahead_is_pointed_out():
     assert "up to 32 would overlap" in line("rollout.mode=one_step_off")
     assert "cannot run ahead" not in line("rollout.mode=async", "rollout.concurrency=48")
     assert "cannot run ahead" not in line("rollout.mode=sync")
+
+
+def test_the_start_up_estimate_scales_the_presets_measured_pace():
+    """Guards a headline run that starts with no word of its length (issue 55 item 9: the swe_lite preset is hours on
+    2 cores): a measured preset gets one estimate line that grows with its steps and warm start, counts only the
+    steps left on resume, and says nothing for the tiny model, a GPU or an env with no measured pace."""
+    from agentrl.trainer.pace import PACES, duration, estimate_line
+
+    def line(env, *o, steps_left=None, warm_start=True):
+        cfg = load_config(env, overrides=list(o))
+        return estimate_line(cfg, steps_left=cfg.trainer.steps if steps_left is None else steps_left,
+                             warm_start=warm_start)
+
+    cfg = load_config("swe_lite")
+    pace = PACES["swe_lite"]
+    warm = cfg.sft.episodes * cfg.sft.epochs * pace.demonstration_s
+    step = cfg.rollout.tasks_per_step * cfg.rollout.group_size * pace.trajectory_s
+    text = line("swe_lite")
+    assert text.startswith(f"estimate: about {duration(warm + cfg.trainer.steps * step)} on a 2-core CPU")
+    assert f"warm start ~{duration(warm)}" in text and f"~{duration(step)} a step" in text
+    assert f"about {duration(warm + 2 * step)} " in line("swe_lite", "trainer.steps=2")
+    assert "warm start" not in line("swe_lite", warm_start=False)  # resumed, or --init-from
+    assert f"about {duration(3 * step)} " in line("swe_lite", steps_left=3, warm_start=False)
+    assert line("calc") is not None
+    assert line("calc", "model.name=tiny") is None and line("calc", "model.device=cuda") is None
+    assert line("swe_real") is None  # no measured pace
+    assert [duration(s) for s in (4, 44, 300, 5400, 9000, 7200)] == ["10 s", "40 s", "5 min", "1 h 30 min",
+                                                                     "2 h 30 min", "2 h"]
