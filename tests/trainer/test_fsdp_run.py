@@ -179,8 +179,8 @@ def test_rollouts_longer_than_the_collective_timeout_do_not_stop_the_run(tmp_pat
 
 
 def _ranks_here(*args: str) -> list[str]:
-    """`agentrl train ... trainer.ranks=2`: agentrl starts the two ranks itself (agentrl.trainer.launch)."""
-    return [sys.executable, "-m", "agentrl", "train", *args, "trainer.ranks=2"]
+    """`agentrl ... trainer.ranks=2`: agentrl starts the two ranks itself (agentrl.trainer.launch)."""
+    return [sys.executable, "-m", "agentrl", *args, "trainer.ranks=2"]
 
 
 @pytest.mark.slow
@@ -190,7 +190,7 @@ def test_trainer_ranks_starts_the_ranks_and_a_failing_rank_is_one_line(tmp_path)
     with rank 0's advice once, one line naming the rank, and rank 0's own exit status 1; both ranks ran (the
     checkpoint is a 2-rank one)."""
     run = tmp_path / "run"
-    r = _run(_ranks_here("--env", "calc", *TINY, "rollout.max_turns=1", "rollout.max_context_tokens=1024",
+    r = _run(_ranks_here("train", "--env", "calc", *TINY, "rollout.max_turns=1", "rollout.max_context_tokens=1024",
                          "trainer.steps=1", f"trainer.run_dir={run}"))
     assert r.returncode == 1, r.stderr[-4000:]
     assert "Traceback" not in r.stderr and "ChildFailedError" not in r.stderr, r.stderr[-4000:]
@@ -206,21 +206,10 @@ def test_trainer_ranks_stopped_by_sigterm_resumes_with_the_same_command(tmp_path
     """Guards the resume hint of a run agentrl launched: SIGTERM to the launcher stops both ranks (exit 143, none
     left running, no traceback), rank 0 says `agentrl train --resume RUN` (not torchrun's "the same launch"), and
     that command starts the 2 ranks again and finishes the run."""
-    run = tmp_path / "run"
-    proc = subprocess.Popen(_ranks_here("--env", PARITY, *TINY, "trainer.steps=200", f"trainer.run_dir={run}"),
-                            cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
-    try:
-        pids = _ranks(proc.pid, time.monotonic() + 300)
-        deadline = time.monotonic() + 400
-        while not list_checkpoints(run):
-            assert proc.poll() is None and time.monotonic() < deadline, "the run ended before its first checkpoint"
-            time.sleep(0.2)
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=120)
-    finally:
-        _kill_group(proc)
-    assert proc.returncode == 143, err[-4000:]
+    r, _, pids, run = _fault_run(tmp_path, lambda pids, proc: proc.send_signal(signal.SIGTERM), timeout_s=600,
+                                 launch=_ranks_here)
+    err = r.stderr
+    assert r.returncode == 143, err[-4000:]
     assert not [p for p in pids.values() if _alive(p)], "a rank outlived the launcher"
     assert "Traceback" not in err, err[-4000:]
     assert f"continue from its last checkpoint with: agentrl train --resume {run}" in " ".join(err.split())
@@ -282,11 +271,13 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def _fault_run(tmp_path: Path, act, *, timeout_s: float) -> tuple[subprocess.CompletedProcess, float, dict, Path]:
-    """A long run; once its first checkpoint is complete, `act(pids)` on the workers; returns the finished run,
-    the seconds from act to exit, the workers' pids and the run directory."""
+def _fault_run(tmp_path: Path, act, *, timeout_s: float, launch=torchrun) -> tuple[subprocess.CompletedProcess, float,
+                                                                                  dict, Path]:
+    """A long 2-rank run (`launch`: torchrun, or trainer.ranks); once its first checkpoint is complete, `act(pids,
+    proc)` on the workers' pids and the launcher; returns the finished run, the seconds from act to exit, the workers'
+    pids and the run directory."""
     run = tmp_path / "run"
-    cmd = torchrun("train", "--env", PARITY, *TINY, "trainer.steps=200", f"trainer.run_dir={run}",
+    cmd = launch("train", "--env", PARITY, *TINY, "trainer.steps=200", f"trainer.run_dir={run}",
                    f"trainer.collective_timeout_s={timeout_s}")
     proc = subprocess.Popen(cmd, cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
@@ -296,7 +287,7 @@ def _fault_run(tmp_path: Path, act, *, timeout_s: float) -> tuple[subprocess.Com
         while not list_checkpoints(run):
             assert proc.poll() is None and time.monotonic() < deadline, "the run ended before its first checkpoint"
             time.sleep(0.2)
-        act(pids)
+        act(pids, proc)
         acted = time.monotonic()
         out, err = proc.communicate(timeout=240)
         took = time.monotonic() - acted
@@ -317,7 +308,7 @@ def _stopped_cleanly(r, pids, run) -> None:
 def test_a_killed_rank_stops_the_run(tmp_path):
     """Guards a run that waits forever for a dead rank: rank 1 killed mid-run, the whole run exits non-zero within
     seconds, with rank 0's one line naming the last complete checkpoint, and no rank left running."""
-    r, took, pids, run = _fault_run(tmp_path, lambda pids: os.kill(pids[1], signal.SIGKILL), timeout_s=600)
+    r, took, pids, run = _fault_run(tmp_path, lambda pids, _: os.kill(pids[1], signal.SIGKILL), timeout_s=600)
     _stopped_cleanly(r, pids, run)
     assert took < 120, took  # far below the 600 s collective timeout: a dead peer is noticed at once
     err = " ".join(r.stderr.split())
@@ -331,7 +322,7 @@ def test_a_killed_rank_stops_the_run(tmp_path):
 def test_a_hung_rank_stops_the_run_within_the_collective_timeout(tmp_path):
     """Guards a run that hangs with a stopped rank: rank 1 frozen (SIGSTOP), rank 0's next collective times out
     after trainer.collective_timeout_s, it says so in one line and the launcher removes the frozen rank."""
-    r, took, pids, run = _fault_run(tmp_path, lambda pids: os.kill(pids[1], signal.SIGSTOP), timeout_s=20)
+    r, took, pids, run = _fault_run(tmp_path, lambda pids, _: os.kill(pids[1], signal.SIGSTOP), timeout_s=20)
     _stopped_cleanly(r, pids, run)
     assert took < 20 + 120, took
     err = " ".join(r.stderr.split())
