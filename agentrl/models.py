@@ -19,6 +19,7 @@ import importlib.util
 import json
 import os
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -286,6 +287,10 @@ def load_model(name_or_path: str | os.PathLike = DEFAULT_MODEL, dtype: Any = "fl
     check_device(device)
     torch_dtype = _parse_dtype(dtype)
     kind, target = resolve(name_or_path)
+    if not sys.stderr.isatty():  # transformers' "Loading weights" bar would write its \r frames into a log file
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
     if kind == TINY:
         tok = load_tokenizer(TINY)
         config = tiny_config(len(tok), bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)

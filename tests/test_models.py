@@ -121,6 +121,16 @@ def test_local_directory_round_trip(tmp_path):
         assert torch.equal(p1, p2), n1
 
 
+def test_loading_a_model_writes_no_progress_bar_into_a_log(tmp_path):
+    """Guards transformers' "Loading weights" bar (\r frames) in a log file: bench/learn_swe.py's log held one for
+    every checkpoint it evaluated (issue 55 item 10). A fresh process, so no earlier test has silenced it."""
+    models.load_model("tiny").save_pretrained(tmp_path / "ckpt")
+    code = f"from agentrl.models import load_model; load_model({str(tmp_path / 'ckpt')!r}); print('loaded')"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "loaded", r.stderr[-2000:]
+    assert "\r" not in r.stderr and "Loading weights" not in r.stderr, r.stderr[-2000:]
+
+
 def test_bad_names_give_clear_errors(tmp_path):
     with pytest.raises(ModelLoadError, match="unknown model 'no-such-model'.*smollm2-135m-instruct"):
         models.load_model("no-such-model")
