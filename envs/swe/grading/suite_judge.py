@@ -245,6 +245,7 @@ class Link:
 
     def _reset(self) -> None:
         self.last_out: list = []
+        self.behind: dict = {}  # id -> iterator proxy: items served from a look ahead the worker has yet to skip
         self.own: dict = {}
         self.own_ids: dict = {}
         self.sent_meta: set = set()
@@ -264,6 +265,8 @@ class Link:
             raise Refused(State.refused)
         if not self.up:
             raise WorkerLost("the worker is gone")
+        if self.behind:
+            self.catch_up()
         State.calls += 1
         lost = self.channel.send(msg, self.gen)
         while not lost:
@@ -279,6 +282,15 @@ class Link:
         self.up = False
         State.lost += 1
         raise WorkerLost(lost.strip() or "the worker ended")
+
+    def catch_up(self) -> None:
+        """Before anything else is asked of the worker: its iterators skip the items a look ahead already served the
+        test, so the package's code sees each where the test left it (Remote.__next__)."""
+        behind, self.behind = self.behind, {}
+        for proxy in behind.values():
+            ahead = object.__getattribute__(proxy, "_ahead")
+            if ahead and ahead.served:
+                proxy._ask("apply", fn="ahead", args=[ahead.served, 0])
 
     # ---- answers
     def answer(self, body: dict):
@@ -614,6 +626,24 @@ def _iterate(obj):
 
 APPLY = {**wire.operations(), "iter": _iterate}
 
+# The worker's builtin iterators (by type name) whose next items can be read ahead: a test's `set(ordered_set)`
+# takes one request per look instead of one per item (worker._ahead reads; Remote.__next__ serves).
+AHEAD_TYPES = frozenset({"list_iterator", "tuple_iterator", "str_ascii_iterator", "str_iterator", "bytes_iterator",
+                         "range_iterator", "longrange_iterator", "dict_keyiterator", "dict_valueiterator",
+                         "dict_itemiterator", "set_iterator"})
+AHEAD_FIRST, AHEAD_MAX = 64, 1024  # items of a first look, and of the longest (each next one is twice the last)
+
+
+class Ahead:
+    """What was read ahead of one iterator of the worker's: its items, how many the test was served, the request
+    count when read (it holds while nothing else has been asked of the worker, as nothing else can have run there),
+    whether they are the last, and the size of the next look."""
+
+    __slots__ = ("items", "served", "calls", "ended", "size")
+
+    def __init__(self) -> None:
+        self.items, self.served, self.calls, self.ended, self.size = (), 0, -1, False, AHEAD_FIRST
+
 
 # ---------------------------------------------------------------------------------------------------- proxies
 def _meta(proxy):
@@ -661,11 +691,12 @@ class Remote(wire.Proxy):
     """A proxy of the worker's object (wire.Proxy: every builtin operation asks the worker). Its policy: `==` with
     a test's value compares canonical forms; truth, hash and ordering are asked of the worker as exact values."""
 
-    __slots__ = ("_link", "_ref", "_meta", "_gen", "_path", "__weakref__")
+    __slots__ = ("_link", "_ref", "_meta", "_gen", "_path", "_ahead", "__weakref__")
     _inexact = ExactValueRequired
 
     def __init__(self, link: Link, ref: int, meta: tuple, path: tuple | None = None) -> None:
-        for k, v in (("_link", link), ("_ref", ref), ("_meta", meta), ("_gen", link.gen), ("_path", path)):
+        for k, v in (("_link", link), ("_ref", ref), ("_meta", meta), ("_gen", link.gen), ("_path", path),
+                     ("_ahead", None)):
             object.__setattr__(self, k, v)
 
     def _ask(self, op: str, **fields):
@@ -696,6 +727,8 @@ class Remote(wire.Proxy):
     def __class__(self):
         """A test's own class when this is an instance of one (so its `super()` works), else Remote: the judge
         never lets a proxy pass for one of its own types (ABC and isinstance checks stay local)."""
+        if not object.__getattribute__(self, "_link").shadows:
+            return Remote  # no test's class derives from the package's, so none of its objects is a test's instance
         got = self._ask("getattr", name="__class__")
         if type(got) is Remote:  # the worker's own class (most answers): isinstance() would ask it for its class
             return Remote
@@ -742,6 +775,55 @@ class Remote(wire.Proxy):
         except wire.WireRefused as e:
             raise _refuse(str(e)) from None
         return result
+
+    def __next__(self):
+        """The iterator's next item. A builtin iterator's are read ahead, many per request, and served from there
+        while nothing else is asked of the worker; once something is, the worker's iterator first skips what was
+        served (Link.catch_up), and the items come one per request until the test takes two in a row."""
+        ahead = object.__getattribute__(self, "_ahead")
+        if ahead is None:
+            if object.__getattribute__(self, "_meta")[1] not in AHEAD_TYPES:
+                object.__setattr__(self, "_ahead", False)
+                return self._apply("next")
+            ahead = Ahead()
+            object.__setattr__(self, "_ahead", ahead)
+        elif ahead is False:
+            return self._apply("next")
+        link = object.__getattribute__(self, "_link")
+        in_a_row = ahead.calls == State.calls  # nothing else was asked of the worker since this iterator's last ask
+        if in_a_row:
+            if ahead.served < len(ahead.items):
+                ahead.served += 1
+                link.behind[id(self)] = self
+                return ahead.items[ahead.served - 1]
+            if ahead.ended:
+                if ahead.served == len(ahead.items):
+                    ahead.served += 1  # the worker's iterator raises its StopIteration too, when it catches up
+                    link.behind[id(self)] = self
+                raise StopIteration
+        link.behind.pop(id(self), None)
+        skip = ahead.served if in_a_row else 0  # else Link.catch_up has skipped them
+        fresh = ahead.calls < 0
+        ahead.items, ahead.served, ahead.ended = (), 0, False
+        if not (in_a_row or fresh):
+            ahead.size = AHEAD_FIRST
+            try:
+                return self._apply("next")
+            finally:
+                ahead.calls = State.calls
+        got = self._apply("ahead", skip, ahead.size)
+        if got is None or type(got) is not tuple or len(got) != 2 or type(got[0]) is not tuple \
+                or len(got[0]) > ahead.size or type(got[1]) is not bool or not _plain(got[0]):
+            if got is not None:
+                raise _refuse("a malformed look ahead")
+            object.__setattr__(self, "_ahead", False)  # the worker says it cannot read this one ahead
+            return self._apply("next")
+        ahead.items, ahead.ended, ahead.calls = got[0], got[1], State.calls
+        ahead.size = min(2 * ahead.size, AHEAD_MAX)
+        if not ahead.items and not ahead.ended:  # its next item is not a small exact value: item by item
+            object.__setattr__(self, "_ahead", False)
+            return self._apply("next")
+        return self.__next__()
 
     def __instancecheck__(self, obj) -> bool:
         return _exact(self._apply("isinstance_of", obj), bool, "isinstance()")

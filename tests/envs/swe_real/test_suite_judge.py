@@ -290,6 +290,8 @@ def test_the_repository_cannot_write_its_verdict(sandboxes, attack):
 
 COUNTED = '''import mini
 
+SUBCLASS
+
 
 def test_checks():
     box = mini.Box(1)
@@ -299,21 +301,101 @@ def test_checks():
 '''
 
 
-def test_a_local_isinstance_on_a_proxy_costs_one_request(sandboxes):
-    """`isinstance(proxy, int)` asks the worker for the object's class once; the judge does not ask that class for
-    its own class as well (a round trip per check that a chatty suite pays thousands of times)."""
+def _one_test(sandboxes, tests: str, name: str, package: str = PACKAGE):
+    """The report of one test file's test `name`, run by the suite judge; the test must pass."""
     from agentrl.envs.swe.grading.suite import suite_run
 
+    r = suite_run(*sandboxes, {"mini/__init__.py": package},
+                  {"tests/test_one.py": tests, "pytest.ini": "[pytest]\npythonpath = .\n"}, tops=["mini"],
+                  pythonpath=["."], ids=[f"tests/test_one.py::{name}"], pytest_args=["-q"], timeout=120)
+    assert r.valid and statuses(r) == {name: "passed"}, (r.reason, {k: v["text"][-800:] for k, v in r.cases.items()})
+    return r
+
+
+@pytest.mark.parametrize("subclass, per_check", [("", 0), ("class Tagged(mini.Box):\n    pass", 1)])
+def test_a_local_isinstance_on_a_proxy_asks_the_worker_only_where_a_test_subclasses(sandboxes, subclass, per_check):
+    """`isinstance(proxy, int)` asks the worker for the object's class once where a test's class derives from the
+    package's (it may be that class's instance), and not at all where none does: a round trip per check that a chatty
+    suite pays thousands of times (ordered-set's check_results_ does two per pair)."""
     calls = {}
     for checks in (5, 25):
-        r = suite_run(*sandboxes, {"mini/__init__.py": PACKAGE},
-                      {"tests/test_count.py": COUNTED.replace("CHECKS", str(checks)),
-                       "pytest.ini": "[pytest]\npythonpath = .\n"},
-                      tops=["mini"], pythonpath=["."], ids=["tests/test_count.py::test_checks"], pytest_args=["-q"],
-                      timeout=120)
-        assert r.valid and statuses(r) == {"test_checks": "passed"}, (r.reason, r.cases)
-        calls[checks] = r.calls
-    assert calls[25] - calls[5] == 20, calls
+        tests = COUNTED.replace("CHECKS", str(checks)).replace("SUBCLASS", subclass)
+        calls[checks] = _one_test(sandboxes, tests, "test_checks").calls
+    assert calls[25] - calls[5] == 20 * per_check, calls
+
+
+BAG = '''
+
+class Bag:
+    def __init__(self, items=()):
+        self.items = list(items)
+
+    def __iter__(self):
+        return iter(self.items)
+
+    def add(self, item):
+        self.items.append(item)
+
+
+def rest(iterator):
+    return list(iterator)
+
+
+def counts():
+    return {"a": 1, "b": 2}
+'''
+
+ITERATION = '''import pytest
+
+import mini
+
+
+def test_iteration():
+    bag = mini.Bag(range(300))
+    assert set(bag) == set(range(300)) and list(bag) == list(range(300)) and max(bag) == 299
+    it = iter(mini.Bag([1, 2, 3, 4]))  # the package sees the iterator where the test left it
+    assert next(it) == 1 and next(it) == 2 and mini.rest(it) == [3, 4] and next(it, None) is None
+    grows, seen = mini.Bag([1, 2]), []  # an item the loop adds is seen
+    for x in grows:
+        seen.append(x)
+        if x < 4:
+            grows.add(x + 2)
+    assert seen == [1, 2, 3, 4, 5]
+    once = mini.Bag([1])  # an ended iterator stays ended
+    it = iter(once)
+    assert list(it) == [1]
+    once.add(2)
+    assert list(it) == [] and list(once) == [1, 2]
+    d = mini.counts()  # a dict changed during its iteration
+    keys = iter(d.keys())
+    assert next(keys) == "a"
+    d["c"] = 3
+    with pytest.raises(RuntimeError, match="changed size"):
+        next(keys)
+    boxes = mini.Bag([mini.Box(1), mini.Box(2)])  # items that are the package's objects, and long texts
+    assert [b.value for b in boxes] == [1, 2]
+    assert [len(t) for t in mini.Bag(["x" * 5000, "y", ("t", 2)])] == [5000, 1, 2]
+    assert list(zip(mini.Bag("ab"), mini.Bag(b"ab"))) == [("a", 97), ("b", 98)]
+
+
+def test_count():
+    assert set(mini.Bag(range(ITEMS))) == set(range(ITEMS))
+'''
+
+
+def test_the_packages_iterators_read_ahead_keep_python_s_semantics(sandboxes):
+    """A builtin iterator of the package's is read ahead many items per request (Remote.__next__); what a test
+    sees stays what Python gives: the package resumes it where the test stopped, items added during a loop and a
+    dict changed during one behave as in one process, an ended iterator stays ended."""
+    _one_test(sandboxes, ITERATION, "test_iteration", PACKAGE + BAG)
+
+
+def test_iterating_a_packages_container_takes_a_request_per_look_not_per_item(sandboxes):
+    """`set(ordered_set)` of 1,000 items: a handful of requests (looks of 64, 128, ... items), not one per item
+    (ordered-set's suite made 1,228 such requests in a grade of 3,393)."""
+    calls = {n: _one_test(sandboxes, ITERATION.replace("ITEMS", str(n)), "test_count", PACKAGE + BAG).calls
+             for n in (10, 1000)}
+    assert calls[1000] - calls[10] <= 6, calls
 
 
 # What the worker's process does to the channel itself, with the two sandboxes joined by FIFOs (the default where
