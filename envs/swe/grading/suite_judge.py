@@ -30,7 +30,6 @@ import importlib
 import importlib.abc
 import importlib.machinery
 import inspect
-import itertools
 import json
 import os
 import select
@@ -52,7 +51,6 @@ for _fd in (1, 2):  # pytest's own output: its tail goes with the report
 MAX_HANDLES = 50_000  # the worker's objects one worker may hand out
 MAX_OWN = 100_000  # the judge's objects one worker may hold handles to
 MAX_EXC_CLASSES = 256  # exception and warning classes one worker may name
-MAX_ITEMS = 10_000
 MAX_TEXT = 4000
 STD_VALUES = wire.STD_VALUES
 # Names of the judge's objects the worker may never read or write: what reaches the judge's code, globals, frames.
@@ -616,22 +614,11 @@ def _signature(fn, link: Link, depth: int) -> dict:
             "defaults": defaults, "kwdefaults": kwdefaults}
 
 
-def _iterate(obj):
-    if type(obj) in (list, tuple, dict, set, frozenset, str, bytes, range):
-        items = tuple(itertools.islice(obj, MAX_ITEMS + 1))
-        if len(items) <= MAX_ITEMS:
-            return ("items", items)
-    return ("iterator", iter(obj))
-
-
-APPLY = {**wire.operations(), "iter": _iterate}
-
-# The worker's builtin iterators (by type name) whose next items can be read ahead: a test's `set(ordered_set)`
-# takes one request per look instead of one per item (worker._ahead reads; Remote.__next__ serves).
-AHEAD_TYPES = frozenset({"list_iterator", "tuple_iterator", "str_ascii_iterator", "str_iterator", "bytes_iterator",
-                         "range_iterator", "longrange_iterator", "dict_keyiterator", "dict_valueiterator",
-                         "dict_itemiterator", "set_iterator"})
-AHEAD_FIRST, AHEAD_MAX = 64, 1024  # items of a first look, and of the longest (each next one is twice the last)
+APPLY = wire.operations()
+# The worker's iterators whose items are read ahead (wire.AHEAD, by name): a test's `set(ordered_set)` takes one
+# request per look, not one per item. Items of a first look, and of the longest (each next one doubles).
+AHEAD_NAMES = frozenset(t.__name__ for t in wire.AHEAD)
+AHEAD_FIRST, AHEAD_MAX = 64, 1024
 
 
 class Ahead:
@@ -782,12 +769,9 @@ class Remote(wire.Proxy):
         served (Link.catch_up), and the items come one per request until the test takes two in a row."""
         ahead = object.__getattribute__(self, "_ahead")
         if ahead is None:
-            if object.__getattribute__(self, "_meta")[1] not in AHEAD_TYPES:
-                object.__setattr__(self, "_ahead", False)
-                return self._apply("next")
-            ahead = Ahead()
+            ahead = Ahead() if object.__getattribute__(self, "_meta")[1] in AHEAD_NAMES else False
             object.__setattr__(self, "_ahead", ahead)
-        elif ahead is False:
+        if ahead is False:
             return self._apply("next")
         link = object.__getattribute__(self, "_link")
         in_a_row = ahead.calls == State.calls  # nothing else was asked of the worker since this iterator's last ask
@@ -802,8 +786,7 @@ class Remote(wire.Proxy):
                     link.behind[id(self)] = self
                 raise StopIteration
         link.behind.pop(id(self), None)
-        skip = ahead.served if in_a_row else 0  # else Link.catch_up has skipped them
-        fresh = ahead.calls < 0
+        skip, fresh = ahead.served if in_a_row else 0, ahead.calls < 0  # not in a row: Link.catch_up skipped them
         ahead.items, ahead.served, ahead.ended = (), 0, False
         if not (in_a_row or fresh):
             ahead.size = AHEAD_FIRST
@@ -812,17 +795,13 @@ class Remote(wire.Proxy):
             finally:
                 ahead.calls = State.calls
         got = self._apply("ahead", skip, ahead.size)
-        if got is None or type(got) is not tuple or len(got) != 2 or type(got[0]) is not tuple \
-                or len(got[0]) > ahead.size or type(got[1]) is not bool or not _plain(got[0]):
-            if got is not None:
-                raise _refuse("a malformed look ahead")
-            object.__setattr__(self, "_ahead", False)  # the worker says it cannot read this one ahead
-            return self._apply("next")
-        ahead.items, ahead.ended, ahead.calls = got[0], got[1], State.calls
-        ahead.size = min(2 * ahead.size, AHEAD_MAX)
-        if not ahead.items and not ahead.ended:  # its next item is not a small exact value: item by item
+        if got is not None and (type(got) is not tuple or len(got) != 2 or type(got[0]) is not tuple
+                                or len(got[0]) > ahead.size or type(got[1]) is not bool or not _plain(got[0])):
+            raise _refuse("a malformed look ahead")
+        if got is None or not got[0] and not got[1]:  # not readable ahead, or its next item is not a small value
             object.__setattr__(self, "_ahead", False)
             return self._apply("next")
+        ahead.items, ahead.ended, ahead.calls, ahead.size = got[0], got[1], State.calls, min(2 * ahead.size, AHEAD_MAX)
         return self.__next__()
 
     def __instancecheck__(self, obj) -> bool:

@@ -16,6 +16,7 @@ and a set of n members with one hash takes O(n²) comparisons while holding the 
 MAX_COLLISIONS members with one hash refuse the value (a set of distinct values has almost never more than one).
 """
 
+import itertools
 import json
 import re
 
@@ -278,7 +279,7 @@ def std_value(name, args: tuple, tz_ok=lambda tz: True):
 
 # The builtin operations a request may name (`{"op": "apply", "fn": name, ...}`), the same table on both sides: the
 # worker does them on its objects, the suite judge on the objects it handed out. Each binary operation comes with
-# its reflected twin ("radd": `other + obj`). Each side adds its own "iter" (and the worker what it alone answers).
+# its reflected twin ("radd": `other + obj`). The worker adds what it alone answers.
 BINARY = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor", "lshift", "rshift", "matmul")
 
 
@@ -291,12 +292,29 @@ def operations() -> dict:
              "setitem": operator.setitem, "delitem": operator.delitem, "contains": operator.contains,
              "neg": operator.neg, "pos": operator.pos, "abs": abs, "invert": operator.invert, "eq": operator.eq,
              "ne": operator.ne, "lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge,
-             "enter": lambda o: o.__enter__(), "exit": lambda o, *a: o.__exit__(*a)}
+             "enter": lambda o: o.__enter__(), "exit": lambda o, *a: o.__exit__(*a), "iter": iterate}
     for name in BINARY:
         op = getattr(operator, name + "_" if name in ("and", "or") else name)
         table[name] = op
         table["r" + name] = _reflected(op)
     return table
+
+
+def iterate(obj):
+    """Iteration, as either side answers it: a builtin container's items at once (a tuple: by value), else its
+    iterator, asked item by item (or read ahead: AHEAD)."""
+    if type(obj) in (list, tuple, dict, set, frozenset, str, bytes, range):
+        items = tuple(itertools.islice(obj, MAX_ITEMS + 1))
+        if len(items) <= MAX_ITEMS:
+            return items
+    return iter(obj)
+
+
+# Builtin iterators that hold their items' source (a list, tuple, str, bytes or range; COPIED ones copy a dict's or
+# set's remaining items to read them): the suite judge reads their next items ahead (worker._ahead,
+# suite_judge.Remote.__next__), as reading them runs none of the package's code.
+COPIED = frozenset(type(iter(x)) for x in ({}, {}.values(), {}.items(), set()))
+AHEAD = frozenset(type(iter(x)) for x in ([], (), "", "\u20ac", b"", range(0), range(1 << 64))) | COPIED
 
 
 def _reflected(op):

@@ -43,7 +43,6 @@ for _p in reversed(_ARGS["path"]):
     sys.path.insert(0, os.path.join(os.getcwd(), _p))
 sys.setrecursionlimit(3000)
 BY_VALUE = bool(_ARGS.get("by_value"))
-MAX_ITEMS = 10_000
 MAX_TEXT = 4000
 MAX_OUTPUT = 1 << 20
 STD_VALUES = wire.STD_VALUES
@@ -98,8 +97,8 @@ class JMeta(type):
     def __iter__(cls):
         if "_jref" not in vars(cls):
             return type.__iter__(cls)
-        kind, got = cls._japply("iter")
-        return iter(got) if kind == "items" else got
+        got = cls._japply("iter")
+        return iter(got) if type(got) is tuple else got
 
     def __len__(cls):
         return cls._japply("len")
@@ -144,8 +143,8 @@ class JObj(metaclass=JMeta):
         return ask({"op": "apply", "fn": fn, "obj": enc(self), "args": [enc(a) for a in args]})
 
     def __iter__(self):
-        kind, got = self._apply("iter")
-        return iter(got) if kind == "items" else got
+        got = self._apply("iter")
+        return iter(got) if type(got) is tuple else got
 
     def __exit__(self, *exc):
         return self._apply("exit", *exc)
@@ -401,20 +400,6 @@ def canon(x, depth: int = 0, seen=None):
     return ("<object>", name, {str(k): canon(v, depth + 1, seen) for k, v in sorted(state.items(), key=str)})
 
 
-def _iterate(obj):
-    """A container's items at once (a tuple: it travels by value), else an iterator asked item by item."""
-    if type(obj) in (list, tuple, dict, set, frozenset, str, bytes, range):
-        items = tuple(itertools.islice(obj, MAX_ITEMS + 1))
-        if len(items) <= MAX_ITEMS:
-            return items
-    return iter(obj)
-
-
-# Builtin iterators whose next items the suite judge may read ahead (suite_judge.Remote.__next__): their items come
-# from a list, tuple, str, bytes or range they hold, or from a copy of a dict's or set's, never from the package's
-# code; COPIED ones make that copy of all their remaining items, so only short ones are read ahead.
-COPIED = {type(iter(x)) for x in ({}, {}.values(), {}.items(), set())}
-AHEAD = {type(iter(x)) for x in ([], (), "", "\u20ac", b"", range(0), range(1 << 64))} | COPIED
 MAX_AHEAD = 1024
 
 
@@ -431,19 +416,19 @@ def _small(x, depth: int = 0) -> bool:
 def _ahead(it, skip, n):
     """The suite judge reading a builtin iterator ahead: first next(it) `skip` times (the items it has already
     served the test from its last look, and their StopIteration), then up to `n` of its next items without advancing
-    it, and whether they are its last; None where that could run the package's code (any other iterator), where
-    an item is not a small exact value, or for no `n`."""
+    it (stopping before one that is not a small exact value), and whether they are its last; None for no `n`, and
+    where reading could run the package's code (any other iterator)."""
     if type(skip) is not int or type(n) is not int or not 0 <= skip <= MAX_AHEAD + 1 or not 0 <= n <= MAX_AHEAD:
         raise ValueError("a look ahead out of its bounds")
     for _ in range(skip):
         next(it, None)
-    if not n or type(it) not in AHEAD or type(it) in COPIED and it.__length_hint__() > 4 * MAX_AHEAD:
+    if not n or type(it) not in wire.AHEAD or type(it) in wire.COPIED and it.__length_hint__() > 4 * MAX_AHEAD:
         return None
     try:
         _, (seq,), *state = it.__reduce__()
     except Exception:  # noqa: BLE001 - a dict or set that changed size: next() says so, in its turn
         return None
-    if type(seq) not in (list, tuple, str, bytes, range):
+    if type(seq) not in (list, tuple, str, bytes, range):  # a subclass's slicing would run the package's code
         return None
     start = state[0] if state else 0
     window = seq[start:start + n]
@@ -451,7 +436,7 @@ def _ahead(it, skip, n):
     return items, len(items) == len(window) and start + len(window) >= len(seq)
 
 
-APPLY = {**wire.operations(), "iter": _iterate, "ahead": _ahead, "canon": canon, "isinstance": isinstance, "issubclass": issubclass,
+APPLY = {**wire.operations(), "ahead": _ahead, "canon": canon, "isinstance": isinstance, "issubclass": issubclass,
          "isinstance_of": lambda cls, x: isinstance(x, cls),
          "subclass_of": lambda cls, x: issubclass(x, cls) if isinstance(x, type) else False,
          "callable": callable, "dir": lambda o: tuple(sorted(str(n) for n in dir(o)))}
