@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import signal
 import sys
+import tempfile
 import uuid
 
 LAUNCHED = "AGENTRL_RANKS"
@@ -35,6 +37,9 @@ def launch(ranks: int, argv: list[str], *, command: str = "train") -> int:
     targs = parse_args(["--standalone", "--nproc-per-node", str(ranks), "--max-restarts", "0", "-m", "agentrl", *argv])
     targs.rdzv_backend, targs.rdzv_endpoint, targs.rdzv_id = "c10d", "localhost:0", str(uuid.uuid4())
     targs.master_port = targs.master_port or 29500
+    # the launcher's per-rank log folders (empty: the output is passed through) in one folder removed at the end,
+    # not a torchelastic_* folder left in the system's temp folder by every run
+    targs.log_dir = logs = tempfile.mkdtemp(prefix="agentrl-ranks-")
     # torchrun sets one thread per rank, with a banner; set it quietly, sharing the cores among the ranks
     os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // ranks)))
     os.environ[LAUNCHED] = str(ranks)
@@ -57,6 +62,7 @@ def launch(ranks: int, argv: list[str], *, command: str = "train") -> int:
     finally:
         for logger, level in saved:
             logger.setLevel(level)
+        shutil.rmtree(logs, ignore_errors=True)
     return 0
 
 

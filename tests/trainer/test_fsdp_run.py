@@ -11,6 +11,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -61,13 +62,19 @@ def torchrun(*args: str, nproc: int = 2) -> list[str]:
             "127.0.0.1", "--master-port", str(free_port()), "-m", "agentrl", *args]
 
 
-def _run(cmd: list[str], timeout: float = 600) -> subprocess.CompletedProcess:
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+def _run(cmd: list[str], timeout: float = 600, tmp: Path | None = None) -> subprocess.CompletedProcess:
+    """Run `cmd` to its end with its own temp folder (`tmp`, else one removed after: torchrun leaves a
+    torchelastic_* folder in it)."""
+    own = tmp is None
+    tmp = Path(tempfile.mkdtemp(prefix="agentrl-test-")) if own else tmp
+    proc = subprocess.Popen(cmd, cwd=ROOT, env={**_env(), "TMPDIR": str(tmp)}, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         out, err = proc.communicate(timeout=timeout)
     finally:
         _kill_group(proc)
+        if own:
+            shutil.rmtree(tmp, ignore_errors=True)
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
@@ -188,10 +195,13 @@ def test_trainer_ranks_starts_the_ranks_and_a_failing_rank_is_one_line(tmp_path)
     """Guards torchrun's 30-line ChildFailedError report after a rank's exit 1 (issue 55 item 10): `trainer.ranks=2`
     starts 2 ranks here, and a run where nothing trains (the random tiny model on calc: every step SKIPPED) ends
     with rank 0's advice once, one line naming the rank, and rank 0's own exit status 1; both ranks ran (the
-    checkpoint is a 2-rank one)."""
-    run = tmp_path / "run"
+    checkpoint is a 2-rank one); the launcher's log folders are gone (each run left a torchelastic_* folder in the
+    system's temp folder)."""
+    run, tmp = tmp_path / "run", tmp_path / "tmp"
+    tmp.mkdir()
     r = _run(_ranks_here("train", "--env", "calc", *TINY, "rollout.max_turns=1", "rollout.max_context_tokens=1024",
-                         "trainer.steps=1", f"trainer.run_dir={run}"))
+                         "trainer.steps=1", f"trainer.run_dir={run}"), tmp=tmp)
+    assert not list(tmp.glob("torchelastic_*")), list(tmp.iterdir())
     assert r.returncode == 1, r.stderr[-4000:]
     assert "Traceback" not in r.stderr and "ChildFailedError" not in r.stderr, r.stderr[-4000:]
     err = " ".join(r.stderr.split())
