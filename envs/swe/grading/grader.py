@@ -32,6 +32,7 @@ from pathlib import Path
 
 import agentrl.envs.swe.grading.judge as judge
 import agentrl.envs.swe.grading.tampering as tampering
+from agentrl.envs.swe.grading.judge import CaseResult
 from agentrl.envs.swe.grading.suite import suite_run
 from agentrl.envs.swe.patches import PatchError, apply_patch, make_diff
 from agentrl.envs.swe.real.packages import load_packages
@@ -53,16 +54,6 @@ PYTEST_PREFIXES = (["python3", "-m", "pytest"], ["python", "-m", "pytest"], ["py
 MAX_OUTPUT_BYTES = 1 << 20
 CORPUS = Path(__file__).parent.parent / "lite" / "corpus"
 MODES = ("judge", "suite_judge", "in_process")
-
-
-@dataclass
-class CaseResult:
-    """One test case from the JUnit XML."""
-
-    status: str
-    """passed | failed | error | skipped | xfailed"""
-    message: str = ""
-    text: str = ""
 
 
 @dataclass
@@ -343,7 +334,7 @@ def judge_run(sandbox, tree: dict[str, str], test_files: list[str], ids: list[st
     setup_repo(sandbox, {p: t for p, t in tree.items() if p not in test_files}, git=False, path=cwd)
     jr = judge.judge_tests(sandbox, {p: tree[p] for p in test_files}, ids, cwd=cwd, timeout=timeout,
                            cpu_limit_s=cpu_limit_s)
-    cases = {k: CaseResult(v.status, v.message, v.text) for k, v in jr.cases.items()}
+    cases = jr.cases
     failed = any(c.status != "passed" for c in cases.values())
     return SuiteRun(cases, exit_code=1 if failed else 0, valid=jr.valid, reason=jr.reason,
                     output="\n".join(jr.log), duration_s=jr.duration_s,

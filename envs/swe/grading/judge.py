@@ -78,11 +78,11 @@ class ExactValueRequired(JudgeError):
 
 
 @dataclass
-class CaseOutcome:
-    """One test's outcome under the judge."""
+class CaseResult:
+    """One test case's outcome, in every grading mode (this judge's, the suite judge's report, JUnit XML)."""
 
     status: str
-    """passed | failed | error"""
+    """passed | failed | error | skipped | xfailed"""
     message: str = ""
     text: str = ""
 
@@ -91,7 +91,7 @@ class CaseOutcome:
 class JudgeRun:
     """The outcome of judging a task's tests."""
 
-    cases: dict[str, CaseOutcome]
+    cases: dict[str, CaseResult]
     valid: bool = True
     reason: str = ""
     refused: str = ""
@@ -508,10 +508,10 @@ class SuiteFile:
         return f"{self.path}:{line}: {self.lines[line - 1].strip()}"
 
 
-def _failure(test_file: SuiteFile, exc: BaseException) -> CaseOutcome:
+def _failure(test_file: SuiteFile, exc: BaseException) -> CaseResult:
     kind = type(exc).__name__
     text = f"{test_file.where(exc.__traceback__)}\nE   {kind}: {_text_of(exc)[:2000]}"
-    return CaseOutcome("failed", f"{kind}: {_text_of(exc)[:500]}", text)
+    return CaseResult("failed", f"{kind}: {_text_of(exc)[:500]}", text)
 
 
 def judge_tests(sandbox, test_sources: dict[str, str], ids: list[str], *, cwd: str, timeout: float,
@@ -539,7 +539,7 @@ def judge_tests(sandbox, test_sources: dict[str, str], ids: list[str], *, cwd: s
         for nodeid in ids:
             path, _, name = nodeid.partition("::")
             if path not in files:
-                run.cases[nodeid] = CaseOutcome("error", "no such test file")
+                run.cases[nodeid] = CaseResult("error", "no such test file")
                 continue
             if worker is None or worker.lost:
                 if worker is not None:
@@ -560,16 +560,16 @@ def judge_tests(sandbox, test_sources: dict[str, str], ids: list[str], *, cwd: s
                     run.collection_errors += 1
             loaded = namespaces[path]
             if isinstance(loaded, BaseException):
-                run.cases[nodeid] = CaseOutcome("error", f"the test file did not load: {type(loaded).__name__}",
+                run.cases[nodeid] = CaseResult("error", f"the test file did not load: {type(loaded).__name__}",
                                                 _failure(files[path], loaded).text)
                 continue
             fn = loaded.get(name)
             if not isinstance(fn, types.FunctionType) or name not in files[path].tests:
-                run.cases[nodeid] = CaseOutcome("error", "no such test")
+                run.cases[nodeid] = CaseResult("error", "no such test")
                 continue
             try:
                 fn()
-                run.cases[nodeid] = CaseOutcome("passed")
+                run.cases[nodeid] = CaseResult("passed")
             except (Refused, TaskDeadline, SandboxFailed, KeyboardInterrupt, SystemExit):
                 raise
             except BaseException as e:  # AssertionError, the repo's exceptions, WorkerLost, ExactValueRequired
