@@ -616,9 +616,9 @@ def _signature(fn, link: Link, depth: int) -> dict:
 
 APPLY = wire.operations()
 # The worker's iterators whose items are read ahead (wire.AHEAD, by name): a test's `set(ordered_set)` takes one
-# request per look, not one per item. Items of a first look, and of the longest (each next one doubles).
+# request per look, not one per item. Items of a first look (each next one doubles, to wire.MAX_AHEAD).
 AHEAD_NAMES = frozenset(t.__name__ for t in wire.AHEAD)
-AHEAD_FIRST, AHEAD_MAX = 64, 1024
+AHEAD_FIRST = 64
 
 
 class Ahead:
@@ -801,7 +801,8 @@ class Remote(wire.Proxy):
         if got is None or not got[0] and not got[1]:  # not readable ahead, or its next item is not a small value
             object.__setattr__(self, "_ahead", False)
             return self._apply("next")
-        ahead.items, ahead.ended, ahead.calls, ahead.size = got[0], got[1], State.calls, min(2 * ahead.size, AHEAD_MAX)
+        ahead.items, ahead.ended, ahead.calls = got[0], got[1], State.calls
+        ahead.size = min(2 * ahead.size, wire.MAX_AHEAD)
         return self.__next__()
 
     def __instancecheck__(self, obj) -> bool:

@@ -27,6 +27,7 @@ MAX_INT_DIGITS = 4000
 MAX_COLLISIONS = 8  # set members or dict keys of one value that share one hash
 CHECK_EVERY = 4096  # values decoded between two calls of the time check
 MAX_ITEMS = 10_000  # items of one iteration that come at once
+MAX_AHEAD = 1024  # items of one iterator read ahead at once (AHEAD)
 HANDLE_KEYS = ("jref", "wref")
 SPECIAL_KEYS = ("std", "stdname", "exc")
 # The standard library's classes that travel by name (`{"stdname": "module:name"}`), so the package's identity checks

@@ -400,9 +400,6 @@ def canon(x, depth: int = 0, seen=None):
     return ("<object>", name, {str(k): canon(v, depth + 1, seen) for k, v in sorted(state.items(), key=str)})
 
 
-MAX_AHEAD = 1024
-
-
 def _small(x, depth: int = 0) -> bool:
     """An exact value a look ahead may carry: a small scalar, or a short tuple of them (a dict's items)."""
     t = type(x)
@@ -418,11 +415,11 @@ def _ahead(it, skip, n):
     served the test from its last look, and their StopIteration), then up to `n` of its next items without advancing
     it (stopping before one that is not a small exact value), and whether they are its last; None for no `n`, and
     where reading could run the package's code (any other iterator)."""
-    if type(skip) is not int or type(n) is not int or not 0 <= skip <= MAX_AHEAD + 1 or not 0 <= n <= MAX_AHEAD:
+    if type(skip) is not int or type(n) is not int or not (0 <= skip <= wire.MAX_AHEAD + 1 and 0 <= n <= wire.MAX_AHEAD):
         raise ValueError("a look ahead out of its bounds")
     for _ in range(skip):
         next(it, None)
-    if not n or type(it) not in wire.AHEAD or type(it) in wire.COPIED and it.__length_hint__() > 4 * MAX_AHEAD:
+    if not n or type(it) not in wire.AHEAD or type(it) in wire.COPIED and it.__length_hint__() > 4 * wire.MAX_AHEAD:
         return None
     try:
         _, (seq,), *state = it.__reduce__()
