@@ -286,11 +286,12 @@ def _fault_run(tmp_path: Path, act, *, timeout_s: float, launch=torchrun) -> tup
     """A long 2-rank run (`launch`: torchrun, or trainer.ranks); once its first checkpoint is complete, `act(pids,
     proc)` on the workers' pids and the launcher; returns the finished run, the seconds from act to exit, the workers'
     pids and the run directory."""
-    run = tmp_path / "run"
+    run, tmp = tmp_path / "run", tmp_path / "tmp"  # its own temp folder: a killed torchrun leaves its folders there
+    tmp.mkdir()
     cmd = launch("train", "--env", PARITY, *TINY, "trainer.steps=200", f"trainer.run_dir={run}",
                    f"trainer.collective_timeout_s={timeout_s}")
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    proc = subprocess.Popen(cmd, cwd=ROOT, env={**_env(), "TMPDIR": str(tmp)}, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         pids = _ranks(proc.pid, time.monotonic() + 300)
         deadline = time.monotonic() + 400
