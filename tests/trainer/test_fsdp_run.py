@@ -52,8 +52,11 @@ class SlowParityEnv(ParityEnv):
         return super().step(action)
 
 
-def _env() -> dict[str, str]:
-    return {**os.environ, "GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+def _env(tmp: Path) -> dict[str, str]:
+    """A run's environment: loopback gloo, one thread, this checkout, and `tmp` as its temp folder (torchrun leaves
+    its torchelastic_* folders there)."""
+    return {**os.environ, "GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT),
+            "TMPDIR": str(tmp)}
 
 
 def torchrun(*args: str, nproc: int = 2) -> list[str]:
@@ -63,12 +66,11 @@ def torchrun(*args: str, nproc: int = 2) -> list[str]:
 
 
 def _run(cmd: list[str], timeout: float = 600, tmp: Path | None = None) -> subprocess.CompletedProcess:
-    """Run `cmd` to its end with its own temp folder (`tmp`, else one removed after: torchrun leaves a
-    torchelastic_* folder in it)."""
+    """Run `cmd` to its end with its own temp folder (`tmp`, else one removed after)."""
     own = tmp is None
     tmp = Path(tempfile.mkdtemp(prefix="agentrl-test-")) if own else tmp
-    proc = subprocess.Popen(cmd, cwd=ROOT, env={**_env(), "TMPDIR": str(tmp)}, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=_env(tmp), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
     try:
         out, err = proc.communicate(timeout=timeout)
     finally:
@@ -286,12 +288,12 @@ def _fault_run(tmp_path: Path, act, *, timeout_s: float, launch=torchrun) -> tup
     """A long 2-rank run (`launch`: torchrun, or trainer.ranks); once its first checkpoint is complete, `act(pids,
     proc)` on the workers' pids and the launcher; returns the finished run, the seconds from act to exit, the workers'
     pids and the run directory."""
-    run, tmp = tmp_path / "run", tmp_path / "tmp"  # its own temp folder: a killed torchrun leaves its folders there
+    run, tmp = tmp_path / "run", tmp_path / "tmp"
     tmp.mkdir()
     cmd = launch("train", "--env", PARITY, *TINY, "trainer.steps=200", f"trainer.run_dir={run}",
                    f"trainer.collective_timeout_s={timeout_s}")
-    proc = subprocess.Popen(cmd, cwd=ROOT, env={**_env(), "TMPDIR": str(tmp)}, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=_env(tmp), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
     try:
         pids = _ranks(proc.pid, time.monotonic() + 300)
         deadline = time.monotonic() + 400
