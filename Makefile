@@ -3,7 +3,7 @@ SHELL := /bin/bash
 VENV  ?= .venv
 PY    := $(VENV)/bin/python
 
-.PHONY: setup demo test test-fast bench bench-peer loop-test lint clean
+.PHONY: setup demo test test-fast coverage bench bench-peer loop-test lint clean
 
 setup:  ## create .venv, install torch (CPU) + agentrl[dev] + the default model, start Docker, build the sandbox image
 	@bash scripts/setup.sh
@@ -19,6 +19,13 @@ test: setup  ## the full suite (what CI runs): WORKERS at once, then the `serial
 
 test-fast: setup  ## the edit loop: no Docker, no slow end-to-end tests (a few minutes)
 	$(PY) -m pytest -q -n $(WORKERS) --dist load -m "not slow and not docker and not serial"
+
+coverage: setup  ## line coverage of agentrl/, envs/ and sandboxes/ over the parallel part of the suite, its subprocesses included
+	rm -f .coverage .coverage.*
+	COVERAGE_FILE=$(CURDIR)/.coverage $(PY) -m pytest -q -n $(WORKERS) --dist load -m "not serial" --cov --cov-report= || true
+	$(PY) -m coverage combine -q 2>/dev/null || true  # what pytest-cov left uncombined (it combines its own)
+	$(PY) -m coverage report --skip-empty > coverage.txt; grep "^TOTAL" coverage.txt
+	@for d in agentrl envs sandboxes; do $(PY) -m coverage report --skip-empty --include="$$d/*" | grep "^TOTAL" | sed "s|TOTAL|$$d/|"; done
 
 bench: setup  ## every benchmark in bench/ (each prints ratios against a baseline measured in the same run)
 	@for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
