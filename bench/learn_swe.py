@@ -334,8 +334,6 @@ def git_commit() -> str:
         return ""
 
 
-
-
 # ---- the run ----
 
 def parse_args(argv):
@@ -625,16 +623,6 @@ def pilot(b: Bench) -> dict:
     return result
 
 
-
-
-
-
-
-
-
-
-
-
 def grpo_phase(out: Path, grpo_cfg, sft_ckpt: Path, clock: Clock, *, reeval: bool) -> Path:
     """The GRPO checkpoint of the recipe's last step: trained from the warm start, continued from the last
     checkpoint of an interrupted run, or (finished or --reeval) the one there is."""
@@ -666,14 +654,6 @@ def grpo_phase(out: Path, grpo_cfg, sft_ckpt: Path, clock: Clock, *, reeval: boo
         result = train(grpo_cfg, resume=str(run_dir))
     clock.end("grpo")
     return result.checkpoint
-
-
-
-
-
-
-
-
 
 
 if __name__ == "__main__":
