@@ -7,7 +7,6 @@ evaluation that runs kept samples again or never runs the missing ones."""
 from __future__ import annotations
 
 import asyncio
-import json
 import runpy
 from pathlib import Path
 
@@ -118,58 +117,3 @@ def test_pilot_and_no_greedy_need_samples(tmp_path):
         with pytest.raises(SystemExit):
             main(["--quick", flag, "--out", str(tmp_path)])
     assert not any(tmp_path.iterdir())
-
-
-def episodes(out: Path, stem: str) -> list[dict]:
-    return [json.loads(x) for x in (out / f"episodes_{stem}.jsonl").read_text().splitlines()]
-
-
-@pytest.mark.slow
-@pytest.mark.docker
-@pytest.mark.timeout(1800)
-def test_quick_run_with_samples_pairs_every_phase_and_reports_the_paired_tests(tmp_path, docker_backend):
-    """The bench end to end with --samples 2 --no-greedy (tiny model): the same seeds for each (task, j) in every
-    phase, the paired statistics in record.json, a resumed evaluation that keeps its finished samples, and the
-    pilot in the same state directory, whose detectable effect the next report quotes."""
-    main = runpy.run_path(str(BENCH))["main"]
-    args = ["--quick", "--model", "tiny", "--samples", str(K), "--no-greedy", "--out", str(tmp_path),
-            f"env.kwargs.backend={docker_backend}"]
-    summary = main(args)
-    record = json.loads((tmp_path / "record.json").read_text())
-    assert record["rows"] == [] and record["sampled"] == json.loads(json.dumps(summary["sampled"]))
-    sampled = record["sampled"]
-    assert [r["phase"] for r in sampled["rows"]] == ["base model", "warm start", "GRPO", "control"]
-    assert all(r["episodes"] == 2 * K and r["min_samples"] == K and r["n"] == 2 for r in sampled["rows"])
-    assert sampled["samples"] == K and sampled["temperature"] == 1.0 and "name_seed" in sampled["seeds"]
-    paired = sampled["paired"]["GRPO vs warm start"]["0"]
-    assert set(paired) == {"tasks", "mean_diff", "ci95", "p_permutation", "gained", "lost", "p_sign", "clusters",
-                           "p_clustered"}
-    assert paired["tasks"] == 2 and paired["clusters"] == 2  # --quick's two tasks come from two modules
-    assert sampled["paired"]["GRPO vs control"]["0"]["tasks"] == 2
-
-    seeds = {stem: {(r["instance_id"], r["sample"]): r["sampling_seed"] for r in episodes(tmp_path, stem)}
-             for stem in ("base_model_level0_k2", "warm_start_level0_k2", "GRPO_level0_k2", "control_level0_k2")}
-    assert len(seeds["GRPO_level0_k2"]) == 2 * K
-    assert (seeds["base_model_level0_k2"] == seeds["warm_start_level0_k2"] == seeds["GRPO_level0_k2"]
-            == seeds["control_level0_k2"])
-
-    # an evaluation stopped after its first episode: the rerun keeps it (verbatim, first) and runs the other three
-    stem = "GRPO_level0_k2"
-    lines = (tmp_path / f"episodes_{stem}.jsonl").read_text().splitlines(keepends=True)
-    (tmp_path / f"episodes_{stem}.jsonl").write_text(lines[0])
-    (tmp_path / f"heldout_{stem}.json").unlink()
-    main(args)
-    now = (tmp_path / f"episodes_{stem}.jsonl").read_text().splitlines(keepends=True)
-    assert now[0] == lines[0] and len(now) == 2 * K
-    assert len({(json.loads(x)["instance_id"], json.loads(x)["sample"]) for x in now}) == 2 * K
-
-    # the pilot in the same directory: the warm start's family-0 evaluation is reused, family 1 draws other seeds
-    pilot = main([*args, "--pilot"])
-    level = pilot["levels"][0]
-    assert level["tasks"] == 2 and set(level["detectable"]) == {"seeds", "copies"}
-    family1 = {(r["instance_id"], r["sample"]): r["sampling_seed"] for r in episodes(tmp_path, "warm_start_level0_k2_seeds1")}
-    assert family1.keys() == seeds["warm_start_level0_k2"].keys()
-    assert not set(family1.values()) & set(seeds["warm_start_level0_k2"].values())
-    assert (tmp_path / "sft_copy").is_dir() and len(episodes(tmp_path, "warm_start_copy_level0_k2")) == 2 * K
-    again = main(args)
-    assert again["sampled"]["pilot"] == json.loads((tmp_path / "pilot.json").read_text())
