@@ -22,10 +22,13 @@ def command(out: Path, backend: str = "docker", *extra: str) -> list[str]:
     """The smallest run with every phase these stops guard: tiny model, 2 held-out tasks one at a time (one
     finished and one cut short at a stop), 4 expert episodes, 2 GRPO steps (one group of 2 episodes each, no
     resampling), each checkpointed, 2 turns per episode; no compute-matched control (its resume, a stopped one
-    starting over and a finished one kept, is tests/envs/swe_lite/test_learn_swe_control.py's)."""
+    starting over and a finished one kept, is tests/envs/swe_lite/test_learn_swe_control.py's). Evaluated as the
+    learning measurement is (`--samples K --no-greedy`: sampled episodes keyed by (task, sample), no greedy line),
+    with one sample per task: as many episodes as a greedy evaluation."""
     return [sys.executable, str(BENCH), "--quick", "--model", "tiny", "--limit", "2", "--eval-concurrency", "1",
-            "--control", "none", "--out", str(out), "trainer.steps=2", "trainer.checkpoint_every=1",
-            "rollout.max_resample_rounds=0", "rollout.max_turns=2", f"env.kwargs.backend={backend}", *extra]
+            "--samples", "1", "--no-greedy", "--control", "none", "--out", str(out), "trainer.steps=2",
+            "trainer.checkpoint_every=1", "rollout.max_resample_rounds=0", "rollout.max_turns=2",
+            f"env.kwargs.backend={backend}", *extra]
 
 
 def lines(path: Path) -> list[str]:
@@ -35,7 +38,7 @@ def lines(path: Path) -> list[str]:
 # ---- where each phase is under way, seen from the state directory ----
 
 def episodes_started(stem: str):
-    return lambda out: len(lines(out / f"episodes_{stem}_level0.jsonl")) >= 1
+    return lambda out: len(lines(out / f"episodes_{stem}_level0_k1.jsonl")) >= 1
 
 
 # One stop per distinct resume path, SIGTERM and SIGKILL each in an evaluation and in a training phase: the
@@ -71,8 +74,11 @@ def snapshot(out: Path) -> dict[str, list[str]]:
 
 
 def table_without_times(record: dict) -> list:
-    rows = [{k: v for k, v in r.items() if k not in ("train_s", "eval_s")} for r in record["rows"]]
-    return [rows, record["paired"], record["audit"]]
+    """The record's results, without the wall times (which differ between any two runs)."""
+    sampled = dict(record["sampled"])
+    sampled["rows"] = [{k: v for k, v in r.items() if k not in ("train_s", "eval_s")} for r in sampled["rows"]]
+    assert record["rows"] == [] and sampled["rows"]  # --no-greedy: the sampled rows alone
+    return [sampled, record["paired"], record["audit"]]
 
 
 @pytest.mark.slow
@@ -113,8 +119,8 @@ def test_a_run_stopped_in_each_resume_path_ends_with_the_uninterrupted_table(tmp
     assert table_without_times(record) == table_without_times(expected)
     recipe = json.loads((out / "run.json").read_text())["recipe"]
     for stem, tasks in (("base_model", "base_held_out"), ("warm_start", "held_out"), ("GRPO", "held_out")):
-        recs = [json.loads(x) for x in lines(out / f"episodes_{stem}_level0.jsonl")]
-        assert sorted(r["instance_id"] for r in recs) == sorted(recipe[tasks]["0"])
+        recs = [json.loads(x) for x in lines(out / f"episodes_{stem}_level0_k1.jsonl")]
+        assert sorted((r["instance_id"], r["sample"]) for r in recs) == sorted((t, 0) for t in recipe[tasks]["0"])
         assert not any(r["infra_error"] for r in recs)  # no episode cut short by the shutdown was kept
     assert [json.loads(x)["step"] for x in lines(out / "grpo" / "metrics.jsonl")] == [1, 2]
     assert lines(out / "grpo" / "metrics.jsonl")[:1] == grpo["metrics.jsonl"]
