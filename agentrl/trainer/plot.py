@@ -168,5 +168,9 @@ def dashboard(rows: list[dict], name: str):
         reasons = Counter(why.split(":")[0] for why in skipped.values())
         title += "; skipped (shaded): " + ", ".join(f"{n}× {why}" for why, n in reasons.most_common())
     fig.suptitle(title)
-    fig.tight_layout(rect=(0, 0, 1, 1 - 0.3 / fig.get_figheight()))  # room for the title above the top row
+    # Fixed margins in inches (title above the top row, tick and axis labels beside each panel) instead of
+    # tight_layout, whose text-measuring pass took as long as drawing the figure (half of the dashboard's time).
+    w, h = fig.get_size_inches()
+    fig.subplots_adjust(left=0.9 / w, right=1 - 0.9 / w, bottom=0.6 / h, top=1 - 0.9 / h, wspace=0.35,
+                        hspace=0.3)
     return fig
