@@ -6,7 +6,7 @@ wall time of each phase.
     .venv/bin/python bench/learn_swe.py [--env swe_real] [--levels 0,1,2] [--train-level 0] [--sft-episodes 32]
             [--grpo-steps 12] [--split test] [--limit N] [--base-limit N] [--out runs/learn_swe] [--quick]
             [--samples K [--no-greedy] [--pilot]] [--control rft|epochs|none [--control-s S]]
-            [--reeval [--reuse]] [--audit] [trainer.lr=1e-5 ...]
+            [--reeval [--reuse]] [--audit] [--grpo-set algo.advantage=rloo ...] [trainer.lr=1e-5 ...]
 
 The recipe is the env's preset (configs/swe_lite.yaml, configs/swe_real.yaml) under --config and the dotted
 overrides; `--grpo-steps 0` stops after the warm start (unless --control-s gives the control a budget).
@@ -74,7 +74,10 @@ reduction order of whichever episodes shared its batch, which an uninterrupted r
 OUT/run.json pins the recipe (command, resolved configs, held-out tasks, the k-sample design) and, under
 `control`, the control's kind and --control-s (pinned by the first run past --pilot, so a pilot's state directory
 takes them from the full run) and its budget in seconds (pinned when the control first starts); a different
-recipe or control is refused (exit 2) rather than mixed into the old state. The wall time of a phase counts the work that
+recipe or control is refused (exit 2) rather than mixed into the old state. One exception: until GRPO has started
+(no OUT/grpo, OUT/control, or GRPO or control evaluation), a command that changes only GRPO's config
+(`--grpo-set KEY=VALUE`: overrides for GRPO and its control alone) fixes it, and run.json lists the change under
+`amended`; so a pilot's state directory takes the GRPO recipe committed after the pilot. The wall time of a phase counts the work that
 was kept (an interrupted attempt up to its last kept episode or checkpoint).
 
 Outputs: OUT/summary.json, OUT/record.json (the small published record: table, sign tests (`paired` against the
@@ -169,11 +172,28 @@ def check_recipe(out: Path, recipe: dict, command: str) -> dict:
         raise Refused(f"{path} is unreadable; pass a new --out") from None
     a, b = flat(old), flat(recipe)
     changed = sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
+    if changed and all(k.startswith("grpo.") for k in changed) and not grpo_started(out):
+        # Nothing computed so far depends on GRPO's recipe (a pilot's state directory): fix it now, on the record.
+        run.setdefault("amended", []).append({"changed": {k: [a.get(k), b.get(k)] for k in changed},
+                                              "previous_command": run.get("command"), "commit": git_commit(),
+                                              "at": time.strftime("%Y-%m-%d %H:%M:%S %z")})
+        run["recipe"], run["command"] = recipe, command  # the command that resumes it from now on
+        write_json(path, run)
+        print(f"{out}: GRPO's recipe fixed before GRPO started (changed {', '.join(changed)}; run.json `amended`)",
+              flush=True)
+        return run
     if changed:
         shown = ", ".join(changed[:6]) + (f" and {len(changed) - 6} more" if len(changed) > 6 else "")
         raise Refused(f"{out} holds a run of another recipe (differs in {shown}); resume it with its own command "
                       f"({run.get('command', '?')}) or pass a new --out")
     return run
+
+
+def grpo_started(out: Path) -> bool:
+    """Whether anything in the state directory depends on GRPO's recipe: its run, its evaluation, or the control
+    (whose budget is GRPO's training time)."""
+    return any((out / d).exists() for d in ("grpo", "control")) or any(
+        any(out.glob(f"{kind}_{phase}_level*")) for kind in ("episodes", "heldout") for phase in ("GRPO", "control"))
 
 
 class Clock:
@@ -373,6 +393,9 @@ def parse_args(argv):
                         "the default), epochs (more warm-start epochs on the expert demonstrations) or none")
     p.add_argument("--control-s", type=float, default=None, metavar="SECONDS",
                    help="the control's budget in wall seconds instead of GRPO's training time (e.g. --grpo-steps 0)")
+    p.add_argument("--grpo-set", action="append", default=[], metavar="KEY=VALUE",
+                   help="a dotted config override for GRPO and its control only (e.g. algo.advantage=rloo); "
+                        "repeatable; may fix GRPO's recipe in a pilot's state directory before GRPO starts")
     p.add_argument("overrides", nargs="*", help="dotted config overrides for every training phase")
     args = p.parse_args(argv)
     if args.reuse and not args.reeval:
@@ -468,7 +491,8 @@ def plan(args, where: dict) -> Bench:
         return load_config(args.env, args.config, overrides=[*overrides, *extra])
 
     steps = [f"trainer.steps={args.grpo_steps}"] if args.grpo_steps is not None else []
-    grpo_cfg = config([*steps, "sft.episodes=0", f"trainer.run_dir={out / 'grpo'}"]) if args.grpo_steps != 0 else None
+    grpo_cfg = (config([*steps, *args.grpo_set, "sft.episodes=0", f"trainer.run_dir={out / 'grpo'}"])
+                if args.grpo_steps != 0 else None)
     pool = None
     if args.env == "swe_real":  # held out by package
         from agentrl.envs.swe.real.tasks import load_real
@@ -478,7 +502,8 @@ def plan(args, where: dict) -> Bench:
     cfg = config([])
     copy_cfg = config(["trainer.steps=0", f"trainer.run_dir={out / 'sft_copy'}",
                        f"rollout.seed={cfg.rollout.seed + 1}"]) if args.pilot else None
-    control_cfg = config([*steps, f"trainer.run_dir={out / 'control'}"]) if args.control != "none" else None
+    control_cfg = (config([*steps, *args.grpo_set, f"trainer.run_dir={out / 'control'}"])
+                   if args.control != "none" else None)
     return Bench(args=args, out=out, levels=levels, overrides=overrides, cfg=cfg,
                  sft_cfg=config(["trainer.steps=0", f"trainer.run_dir={out / 'sft'}"]), grpo_cfg=grpo_cfg,
                  copy_cfg=copy_cfg, control_cfg=control_cfg,

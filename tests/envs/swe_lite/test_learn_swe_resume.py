@@ -154,6 +154,35 @@ def test_a_state_directory_of_another_recipe_is_refused_in_one_line(tmp_path):
     assert fewer.returncode == 2 and "held_out.0" in fewer.stderr
 
 
+@pytest.mark.slow
+def test_grpo_s_recipe_is_fixed_in_a_pilot_s_state_directory_until_grpo_starts(tmp_path):
+    """Guards the protocol of issue 54 (pilot first, then GRPO's recipe committed, then GRPO) against both ways it
+    can break: a pilot's state directory that refuses the GRPO recipe fixed after the pilot (the pilot's
+    evaluations lost), and a GRPO recipe changed after GRPO or its control started (a run mixing two recipes)."""
+    out = tmp_path / "state"
+    first = run_bench("--quick", "--model", "tiny", "--audit", "--out", str(out))  # pins the recipe
+    assert first.returncode == 2 and "--audit:" in first.stderr
+    fixed = run_bench("--quick", "--model", "tiny", "--audit", "--out", str(out), "--grpo-set", "algo.advantage=rloo",
+                      "--grpo-set", "trainer.max_train_s=7200")
+    assert fixed.returncode == 2 and "--audit:" in fixed.stderr, fixed.stderr  # accepted; --audit then has no episodes
+    assert "GRPO's recipe fixed before GRPO started" in fixed.stdout
+    run = json.loads((out / "run.json").read_text())
+    assert run["recipe"]["grpo"]["algo"]["advantage"] == "rloo" and run["recipe"]["grpo"]["trainer"]["max_train_s"] == 7200
+    assert run["recipe"]["sft"]["algo"]["advantage"] == "grpo"  # the warm start's part is what the pilot trained
+    assert [sorted(a["changed"]) for a in run["amended"]] == [["grpo.algo.advantage", "grpo.trainer.max_train_s"]]
+    assert run["amended"][0]["changed"]["grpo.algo.advantage"] == ["grpo", "rloo"]
+    assert "--grpo-set" not in run["amended"][0]["previous_command"] and "--grpo-set" in run["command"]
+
+    everywhere = run_bench("--quick", "--model", "tiny", "--out", str(out), "--grpo-set", "algo.advantage=rloo",
+                           "--grpo-set", "trainer.max_train_s=7200", "trainer.lr=2e-5")  # the warm start's too
+    assert everywhere.returncode == 2 and "another recipe (differs in grpo.trainer.lr, sft.trainer.lr)" in everywhere.stderr
+    assert "--grpo-set algo.advantage=rloo --grpo-set trainer.max_train_s=7200" in everywhere.stderr  # how to resume
+    (out / "grpo").mkdir()  # GRPO has started: its recipe is fixed for good
+    late = run_bench("--quick", "--model", "tiny", "--out", str(out), "--grpo-set", "algo.advantage=dr_grpo")
+    assert late.returncode == 2 and "another recipe (differs in grpo.algo.advantage" in late.stderr, late.stderr
+    assert json.loads((out / "run.json").read_text()) == run
+
+
 def test_a_directory_that_is_no_state_directory_is_refused(tmp_path):
     (tmp_path / "notes.txt").write_text("mine")
     r = run_bench("--quick", "--model", "tiny", "--out", str(tmp_path))
