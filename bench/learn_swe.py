@@ -64,7 +64,9 @@ budget, wall time), which summary.json and record.json carry under `control` and
 **Resume.** --out is the run's state directory, and running the same command again continues it after any
 interruption (Ctrl-C, SIGTERM, SIGKILL, a machine that went away): a finished phase is never run again; the warm
 start, which keeps no checkpoint of its own until it ends, starts over; GRPO continues from its last checkpoint
-(trainer.checkpoint_every) with its metrics and trajectories cut back to that step; the control, which keeps no
+(trainer.checkpoint_every) with its metrics and trajectories cut back to that step, and with what its earlier
+attempts left of trainer.max_train_s (the budget covers the phase, not each attempt; a GRPO that spent it is
+finished at the step it reached); the control, which keeps no
 checkpoint until it ends either, starts over from the warm start with the same budget (control.json, written
 last, marks it finished; only the finished attempt's time counts); an evaluation keeps every
 episode it finished (each is appended to OUT/episodes_<phase>_level<L>.jsonl as it ends, keyed by task and
@@ -650,10 +652,12 @@ def pilot(b: Bench) -> dict:
 
 def grpo_phase(out: Path, grpo_cfg, sft_ckpt: Path, clock: Clock, *, reeval: bool) -> Path:
     """The GRPO checkpoint of the recipe's last step: trained from the warm start, continued from the last
-    checkpoint of an interrupted run, or (finished or --reeval) the one there is."""
+    checkpoint of an interrupted run, or (finished or --reeval) the one there is. trainer.max_train_s is the
+    phase's budget over all its attempts (the clock's "grpo" seconds): a resumed run gets what is left, and a run
+    that spent it is finished at the step it reached."""
     from agentrl.trainer.loop import train
 
-    run_dir, target = out / "grpo", grpo_cfg.trainer.steps
+    run_dir, target, budget = out / "grpo", grpo_cfg.trainer.steps, grpo_cfg.trainer.max_train_s
     last = latest_checkpoint(run_dir)
     if reeval:
         if last is None:
@@ -669,14 +673,25 @@ def grpo_phase(out: Path, grpo_cfg, sft_ckpt: Path, clock: Clock, *, reeval: boo
         return max(start, done.stat().st_mtime) if done is not None and done.exists() else start
 
     clock.begin("grpo", kept_until)
+    spent = clock.seconds("grpo")
+    if budget is not None and last is not None and spent >= budget:
+        clock.end("grpo")
+        print(f"== GRPO: trainer.max_train_s={budget:g} spent ({spent:.0f} s) at step {step_of(last)} of {target}",
+              flush=True)
+        return last
+    cfg = grpo_cfg
+    if budget is not None and spent > 0:  # what earlier attempts left of the budget
+        cfg = grpo_cfg.model_copy(deep=True)
+        cfg.trainer.max_train_s = budget - spent
     if last is None:
         print("== GRPO from the warm start", flush=True)
         shutil.rmtree(run_dir, ignore_errors=True)  # a run killed before its first checkpoint kept nothing
-        result = train(grpo_cfg, init_from=str(sft_ckpt))
+        result = train(cfg, init_from=str(sft_ckpt))
     else:
-        print(f"== GRPO resumed from {last} (step {step_of(last)} of {target})", flush=True)
+        left = f"; {budget - spent:.0f} s of trainer.max_train_s left" if budget is not None else ""
+        print(f"== GRPO resumed from {last} (step {step_of(last)} of {target}{left})", flush=True)
         cut_back(run_dir, step_of(last))
-        result = train(grpo_cfg, resume=str(run_dir))
+        result = train(cfg, resume=str(run_dir))
     clock.end("grpo")
     return result.checkpoint
 

@@ -183,6 +183,48 @@ def test_grpo_s_recipe_is_fixed_in_a_pilot_s_state_directory_until_grpo_starts(t
     assert json.loads((out / "run.json").read_text()) == run
 
 
+@pytest.mark.slow
+def test_grpo_s_time_budget_holds_across_attempts(tmp_path):
+    """Guards trainer.max_train_s in the learning measurement (GRPO within 2 CPU-hours, issue 54) against a run that
+    spans interruptions: a resumed GRPO given a fresh budget instead of what earlier attempts left, and a GRPO that
+    stopped on its budget trained on by the next invocation because it ended before trainer.steps. The real
+    trainer on the tiny model and the parity test env (no Docker)."""
+    import runpy
+
+    from agentrl.config import load_config
+    from agentrl.trainer.loop import train
+    from tests.test_cli import TINY_RUN
+
+    bench = runpy.run_path(str(BENCH))
+    grpo_phase, Clock = bench["grpo_phase"], bench["Clock"]  # noqa: N806
+
+    def cfg(run_dir, *extra):
+        return load_config("test_cli_parity", None, overrides=[*TINY_RUN, f"trainer.run_dir={run_dir}", *extra])
+
+    warm = train(cfg(tmp_path / "sft", "trainer.steps=1")).checkpoint
+
+    def steps_trained(out):
+        return [json.loads(x)["step"] for x in lines(out / "grpo" / "metrics.jsonl")]
+
+    # spent after step 1 of 3: the phase ends there, and running it again trains nothing more
+    out = tmp_path / "spent"
+    out.mkdir()
+    grpo = cfg(out / "grpo", "trainer.steps=3", "trainer.max_train_s=0.001")
+    first = grpo_phase(out, grpo, warm, Clock(out), reeval=False)
+    assert first.name == "step_000001" and steps_trained(out) == [1]
+    assert grpo_phase(out, grpo, warm, Clock(out), reeval=False) == first and steps_trained(out) == [1]
+
+    # an attempt stopped at step 1 with all but a moment of a 100 s budget used: the next one gets that moment
+    # (one step more), not 100 s (the two steps left)
+    out = tmp_path / "left"
+    out.mkdir()
+    grpo_phase(out, cfg(out / "grpo", "trainer.steps=1"), warm, Clock(out), reeval=False)  # step 1's checkpoint
+    (out / "clock.json").write_text(json.dumps({"grpo": {"s": 100 - 0.001, "start": None}}))
+    last = grpo_phase(out, cfg(out / "grpo", "trainer.steps=3", "trainer.max_train_s=100"), warm, Clock(out),
+                      reeval=False)
+    assert last.name == "step_000002" and steps_trained(out) == [1, 2]
+
+
 def test_a_directory_that_is_no_state_directory_is_refused(tmp_path):
     (tmp_path / "notes.txt").write_text("mine")
     r = run_bench("--quick", "--model", "tiny", "--out", str(tmp_path))
