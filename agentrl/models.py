@@ -177,6 +177,13 @@ def resolve(name_or_path: str | os.PathLike) -> tuple[str, str]:
     )
 
 
+def check_name(name_or_path: str | os.PathLike) -> None:
+    """Raise ModelLoadError at once for a name no loader can resolve (resolve's checks, without converting the
+    default model or importing torch), so a typo fails before a run's start-up, not after it."""
+    if str(name_or_path) not in _ALIASES:
+        resolve(name_or_path)
+
+
 def _hub_reachable(name: str, timeout_s: float = 5.0) -> bool:
     """One HTTP request to the hub's model API (no retries): does the hub answer for `name` right now?"""
     import urllib.error
