@@ -133,7 +133,7 @@ def default_model_dir() -> Path:
 
     def build(source: Path, out: Path) -> None:
         import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers import AutoModelForCausalLM
 
         _quiet_transformers()
         gguf_model = AutoModelForCausalLM.from_pretrained(source.parent, gguf_file=source.name, dtype=torch.float32)
@@ -146,7 +146,11 @@ def default_model_dir() -> Path:
         model = type(gguf_model)(config)
         model.load_state_dict(gguf_model.state_dict())
         model.save_pretrained(out, safe_serialization=True)
-        AutoTokenizer.from_pretrained(source.parent, gguf_file=source.name).save_pretrained(out)
+        # The tokenizer's own conversion, made once (each conversion parses the whole GGUF file again).
+        tokenizer = default_tokenizer_dir()
+        for f in tokenizer.iterdir():
+            if f.is_file() and f.name != _COMPLETE:
+                shutil.copy2(f, out / f.name)
 
     return _cached("models", build)
 
