@@ -34,7 +34,10 @@ def _launch(scenario: str, out: Path, ranks: int) -> dict:
     """Run one scenario of this file under torchrun; rank 0's result (a JSON file)."""
     from agentrl.trainer.distributed import free_port
 
-    env = {**os.environ, "GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    tmp = out.parent / f"tmp-{scenario}"  # torchrun leaves its torchelastic_* folders in its temp folder
+    tmp.mkdir(exist_ok=True)
+    env = {**os.environ, "GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT),
+           "TMPDIR": str(tmp)}
     proc = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(ranks), "--master-addr", "127.0.0.1",
          "--master-port", str(free_port()), str(HERE), scenario, str(out)],

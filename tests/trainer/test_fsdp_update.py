@@ -149,7 +149,9 @@ def sharded_results(tmp_path_factory):
     from agentrl.trainer.distributed import free_port
 
     out = tmp_path_factory.mktemp("fsdp") / "results.pt"
-    env = {**os.environ, "GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1"}
+    tmp = out.parent / "tmp"  # torchrun leaves its torchelastic_* folders in its temp folder
+    tmp.mkdir()
+    env = {**os.environ, "GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1", "TMPDIR": str(tmp)}
     proc = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-addr", "127.0.0.1",
          "--master-port", str(free_port()), str(HERE), str(out)],
