@@ -52,13 +52,12 @@ def resolve(args: argparse.Namespace):
         cfg = load_config(args.env, args.config, args.overrides)
         check_env_given(args, cfg)
     resolve_env(cfg.env.name)  # raises UnknownEnv with a suggestion and how to register one
-    if not args.print_config:
-        from agentrl.models import check_name
-
-        check_name(cfg.model.name)  # a missing model fails here, not after torch and the trainer are loaded
     if args.print_config:
         print(config_header(args, cfg) + dump_config(cfg), end="")
         return None
+    from agentrl.models import check_name
+
+    check_name(cfg.model.name)  # a missing model fails here, not after torch and the trainer are loaded
     return cfg
 
 
