@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-import os
 import subprocess
 import sys
 import time
@@ -33,11 +32,13 @@ ROOT = HERE.resolve().parents[2]
 def _launch(scenario: str, out: Path, ranks: int) -> dict:
     """Run one scenario of this file under torchrun; rank 0's result (a JSON file)."""
     from agentrl.trainer.distributed import free_port
+    from tests.trainer.torchrun_env import (
+        torchrun_env,  # here: the ranks run this file without tests/ on the path
+    )
 
-    tmp = out.parent / f"tmp-{scenario}"  # torchrun leaves its torchelastic_* folders in its temp folder
+    tmp = out.parent / f"tmp-{scenario}"
     tmp.mkdir(exist_ok=True)
-    env = {**os.environ, "GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT),
-           "TMPDIR": str(tmp)}
+    env = torchrun_env(tmp)
     proc = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(ranks), "--master-addr", "127.0.0.1",
          "--master-port", str(free_port()), str(HERE), scenario, str(out)],

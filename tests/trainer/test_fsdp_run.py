@@ -22,6 +22,7 @@ import agentrl
 from agentrl.trainer.checkpoint import is_complete, list_checkpoints
 from agentrl.trainer.distributed import free_port
 from agentrl.types import user
+from tests.trainer.torchrun_env import torchrun_env
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ["model.name=tiny", "sft.episodes=0", "rollout.tasks_per_step=2", "rollout.group_size=2",
@@ -52,13 +53,6 @@ class SlowParityEnv(ParityEnv):
         return super().step(action)
 
 
-def _env(tmp: Path) -> dict[str, str]:
-    """A run's environment: loopback gloo, one thread, this checkout, and `tmp` as its temp folder (torchrun leaves
-    its torchelastic_* folders there)."""
-    return {**os.environ, "GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT),
-            "TMPDIR": str(tmp)}
-
-
 def torchrun(*args: str, nproc: int = 2) -> list[str]:
     """The command line of `torchrun --nproc-per-node N -m agentrl ...` on loopback."""
     return [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(nproc), "--master-addr",
@@ -69,7 +63,7 @@ def _run(cmd: list[str], timeout: float = 600, tmp: Path | None = None) -> subpr
     """Run `cmd` to its end with its own temp folder (`tmp`, else one removed after)."""
     own = tmp is None
     tmp = Path(tempfile.mkdtemp(prefix="agentrl-test-")) if own else tmp
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=_env(tmp), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=torchrun_env(tmp), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
     try:
         out, err = proc.communicate(timeout=timeout)
@@ -292,7 +286,7 @@ def _fault_run(tmp_path: Path, act, *, timeout_s: float, launch=torchrun) -> tup
     tmp.mkdir()
     cmd = launch("train", "--env", PARITY, *TINY, "trainer.steps=200", f"trainer.run_dir={run}",
                    f"trainer.collective_timeout_s={timeout_s}")
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=_env(tmp), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=torchrun_env(tmp), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
     try:
         pids = _ranks(proc.pid, time.monotonic() + 300)

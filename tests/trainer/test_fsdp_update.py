@@ -11,7 +11,6 @@ more than 1e-5 (the update itself is ≥ 1e-3 per step here: SGD with lr 1 on th
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -147,11 +146,14 @@ def _rank_main(out: str) -> None:
 @pytest.fixture(scope="module")
 def sharded_results(tmp_path_factory):
     from agentrl.trainer.distributed import free_port
+    from tests.trainer.torchrun_env import (
+        torchrun_env,  # here: the ranks run this file without tests/ on the path
+    )
 
     out = tmp_path_factory.mktemp("fsdp") / "results.pt"
-    tmp = out.parent / "tmp"  # torchrun leaves its torchelastic_* folders in its temp folder
+    tmp = out.parent / "tmp"
     tmp.mkdir()
-    env = {**os.environ, "GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1", "TMPDIR": str(tmp)}
+    env = torchrun_env(tmp)
     proc = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-addr", "127.0.0.1",
          "--master-port", str(free_port()), str(HERE), str(out)],
